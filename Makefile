@@ -1,0 +1,28 @@
+# Quick start:  make demo   (set up, then run the experiments and a benchmark into results/)
+#               make test   (set up, then run the whole test suite)
+VENV   ?= .venv
+PYTHON ?= python3
+PY      = $(VENV)/bin/python
+EXTRAS  = test,crosscheck,examples,mpi
+
+.PHONY: setup demo test bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $@
+
+demo: setup
+	$(PY) -m tinynorm demo --out results
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m tinynorm bench
+
+clean:
+	rm -rf $(VENV) results build *.egg-info

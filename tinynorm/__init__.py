@@ -1,0 +1,22 @@
+"""tinynorm: a small deep-learning framework whose heart is normalization.
+
+A tensor type with reverse-mode autograd, PyTorch-style modules and optimizers, and normalization
+layers (BatchNorm, LayerNorm, RMSNorm, GroupNorm, InstanceNorm) on fused Numba kernels.
+"""
+from .tensor import Tensor, as_tensor, tensor  # noqa: I001  (Tensor first: everything builds on it)
+from . import autograd, nn, ops
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .creation import (
+    arange, empty, empty_like, full, full_like, ones, ones_like, rand, rand_like, randn, randn_like, zeros, zeros_like,
+)
+from .dtypes import (
+    bool_, double, float, float16, float32, float64, get_default_dtype, half, int32, int64, long, set_default_dtype,
+)
+from .ops import (
+    abs, amax, amin, argmax, argmin, cat, clamp, exp, flatten, log, log_softmax, matmul, maximum, mean, minimum,
+    permute, relu, reshape, rsqrt, sigmoid, softmax, sqrt, squeeze, stack, std, sum, tanh, transpose, unsqueeze,
+    var, where,
+)
+from .random import manual_seed
+
+__version__ = "0.1.0"

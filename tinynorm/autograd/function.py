@@ -1,0 +1,169 @@
+"""``Function`` and ``Context``: how one differentiable operation records itself in the graph.
+
+An operation is a subclass of :class:`Function` with two static methods::
+
+    class Mul(Function):
+        @staticmethod
+        def forward(ctx, a, b):            # arrays in, array out
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):           # gradient of the output in, one gradient per input out
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+``Mul.apply(x, y)`` unwraps the tensors, runs ``forward`` and, when an input requires grad and grad mode
+is on, returns a tensor whose ``grad_fn`` is the context: the context *is* the graph node. It remembers
+the nodes of its inputs (``next_nodes``) and their shapes, so the engine can route gradients and sum
+broadcast gradients back to each input's shape; ops never unbroadcast themselves.
+
+Deliberate difference from PyTorch: ``forward`` and ``backward`` work on the device's raw arrays
+(numpy arrays on the CPU), not on tensors. Backward is therefore never itself recorded, so tinynorm has
+no higher-order gradients, and every op stays plain array math that a reader can follow line by line.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..backends import get_backend
+from ..tensor import Tensor
+from . import grad_mode
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time, or to read saved tensors after they were "
+    "freed. Saved tensors are released after backward; pass retain_graph=True to the first "
+    "backward() call if you need to call it again."
+)
+
+
+class Node:
+    """A vertex of the backward graph: something that receives the gradient of one tensor."""
+
+    __slots__ = ("hooks", "next_nodes")
+
+    def __init__(self) -> None:
+        self.hooks: list[Callable[[Any], Any]] = []
+        self.next_nodes: tuple[Node | None, ...] = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor that requires grad: adds the arriving gradient into ``leaf.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, leaf: Any) -> None:
+        super().__init__()
+        self.variable = leaf
+
+    def accumulate(self, grad: Any) -> None:
+        leaf = self.variable
+        if grad.dtype != leaf.data.dtype:
+            grad = grad.astype(leaf.data.dtype)
+        if leaf.grad is None:
+            leaf.grad = Tensor._from_array(grad, leaf.device)
+        else:
+            leaf.grad.data = leaf.grad.data + grad
+
+
+class Context(Node):
+    """The node an op records: its backward function, its inputs' nodes and what backward needs.
+
+    ``forward`` may store small values as attributes (``ctx.axis = 1``) and arrays with
+    :meth:`save_for_backward`; both are released after backward unless ``retain_graph=True``.
+    """
+
+    # The graph structure lives in slots; an op's own attributes go to ``__dict__``, which
+    # ``release`` empties in one call.
+    __slots__ = ("function", "xp", "needs_input_grad", "input_meta", "output_shape", "released", "_saved", "__dict__")
+
+    def __init__(self, function: type["Function"], xp: Any, needs_input_grad: tuple[bool, ...]) -> None:
+        super().__init__()
+        self.function = function
+        self.xp = xp  # the backend module of the device the op runs on
+        self.needs_input_grad = needs_input_grad
+        self.input_meta: tuple[tuple[tuple[int, ...], Any] | None, ...] = ()
+        self.output_shape: tuple[int, ...] = ()
+        self.released = False
+        self._saved: tuple[Any, ...] = ()
+
+    def name(self) -> str:
+        return self.function.__name__ + "Backward"
+
+    def save_for_backward(self, *arrays: Any) -> None:
+        self._saved = arrays
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self.released:
+            raise RuntimeError(FREED_MESSAGE)
+        return self._saved
+
+    def release(self) -> None:
+        """Drop everything saved for backward (called by the engine after use)."""
+        self._saved = ()
+        self.__dict__.clear()
+        self.released = True
+
+
+class Function:
+    """Base class of differentiable operations; subclasses define ``forward`` and ``backward``."""
+
+    @staticmethod
+    def forward(ctx: Context, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` on the arrays behind ``args`` and record the op if a gradient is needed."""
+        device = None
+        arrays = []
+        needs = []
+        for arg in args:
+            if isinstance(arg, Tensor):
+                if device is None:
+                    device = arg.device
+                elif arg.device != device:
+                    raise RuntimeError(
+                        f"{cls.__name__}: expected all tensors on the same device, got {device} and "
+                        f"{arg.device}; move them with .to(device) first"
+                    )
+                arrays.append(arg.data)
+                needs.append(arg.requires_grad)
+            else:
+                arrays.append(arg)
+                needs.append(False)
+        xp = get_backend(device or "cpu")
+        record = grad_mode._enabled and any(needs)
+        ctx = Context(cls, xp, tuple(needs))
+        out = cls.forward(ctx, *arrays, **kwargs)
+        out = xp.as_array(out)
+        result = Tensor._from_array(out, device or "cpu")
+        if record:
+            ctx.next_nodes = tuple(
+                _node_of(arg) if need else None for arg, need in zip(args, needs)
+            )
+            ctx.input_meta = tuple(
+                (arg.data.shape, arg.data.dtype) if need else None for arg, need in zip(args, needs)
+            )
+            ctx.output_shape = out.shape
+            result.requires_grad = True
+            result.grad_fn = ctx
+        return result
+
+
+def _node_of(tensor: Any) -> Node:
+    """The node that receives ``tensor``'s gradient: its ``grad_fn``, or its leaf accumulator."""
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn
+    if tensor._accumulator is None:
+        tensor._accumulator = AccumulateGrad(tensor)
+    return tensor._accumulator
+

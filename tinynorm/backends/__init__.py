@@ -1,0 +1,34 @@
+"""Array operations, one module per device.
+
+Every op in ``tinynorm.ops`` asks for the backend of its inputs' device (``ctx.xp``) and calls array
+functions on it by name: ``xp.exp(a)``, ``xp.matmul(a, b)``, ``xp.layer_norm_forward(...)``. The CPU
+backend is numpy plus tinynorm's Numba kernels; a CUDA backend provides the same names for device
+arrays. Ops never import numpy or CUDA themselves, which is what lets a new device plug in.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_MODULES = {"cpu": "tinynorm.backends.cpu", "cuda": "tinynorm.backends.cuda"}
+_loaded: dict[str, ModuleType] = {}
+
+
+def canonical_device(device: object) -> str:
+    """``'cpu'``, ``'cuda'`` or ``'cuda:0'`` to the device name tinynorm uses (``'cpu'`` or ``'cuda'``)."""
+    name = str(device).split(":")[0]
+    if name not in _MODULES:
+        raise ValueError(f"device must be one of {sorted(_MODULES)}, got {device!r}")
+    return name
+
+
+def get_backend(device: str) -> ModuleType:
+    """The backend module for ``device`` (imported on first use)."""
+    backend = _loaded.get(device)
+    if backend is None:
+        try:
+            backend = importlib.import_module(_MODULES[canonical_device(device)])
+        except ImportError as error:
+            raise RuntimeError(f"device {device!r} is not available: {error}") from error
+        _loaded[device] = backend
+    return backend

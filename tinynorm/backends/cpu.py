@@ -1,0 +1,138 @@
+"""The CPU backend: numpy for general array math, tinynorm's Numba kernels for the fused ones.
+
+Ops reach everything here as ``xp.<name>``. Most names are numpy's own functions re-exported
+unchanged; the functions defined below are the few that numpy lacks or that need tinynorm's rules
+(every result is an ``ndarray``, never a numpy scalar).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy import (  # noqa: F401  (re-exported for the ops)
+    abs,
+    arange,
+    argmax,
+    argmin,
+    broadcast_to,
+    clip,
+    concatenate,
+    cos,
+    empty,
+    empty_like,
+    equal,
+    exp,
+    expand_dims,
+    full,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    log,
+    matmul,
+    maximum,
+    minimum,
+    moveaxis,
+    not_equal,
+    ones,
+    ones_like,
+    pi,
+    sign,
+    sqrt,
+    square,
+    stack,
+    swapaxes,
+    take_along_axis,
+    tanh,
+    transpose,
+    where,
+    zeros,
+    zeros_like,
+)
+
+from ..kernels.cpu.activations import erf  # noqa: F401
+
+name = "cpu"
+ndarray = np.ndarray
+
+
+def as_array(value: Any) -> np.ndarray:
+    """An op's result as an ndarray (numpy reductions return scalars for full reductions)."""
+    return value if type(value) is np.ndarray else np.asarray(value)
+
+
+def asarray(data: Any, dtype: Any = None) -> np.ndarray:
+    return np.asarray(data, dtype=dtype)
+
+
+def copy(a: np.ndarray) -> np.ndarray:
+    return np.array(a, copy=True)
+
+
+def reshape(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return np.reshape(a, shape)
+
+
+def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001
+    return np.asarray(np.sum(a, axis=axis, keepdims=keepdims))
+
+
+def mean(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.mean(a, axis=axis, keepdims=keepdims))
+
+
+def amax(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.max(a, axis=axis, keepdims=keepdims))
+
+
+def amin(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    return np.asarray(np.min(a, axis=axis, keepdims=keepdims))
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum ``grad`` over the axes that broadcasting added or stretched, giving it ``shape``.
+
+    The adjoint of broadcasting: if ``x`` of shape (3, 1) was broadcast to (2, 3, 4), every copy of an
+    element contributed to the output, so its gradient is the sum over the copies.
+    """
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad.reshape(shape)
+
+
+def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up).
+
+    The adjoint of ``x[index]``: the gradient of an indexing op.
+    """
+    out = np.zeros(shape, dtype=values.dtype)
+    if _is_basic_index(index):
+        out[index] = values  # slices and ints never select an element twice
+    else:
+        np.add.at(out, index, values)
+    return out
+
+
+def _is_basic_index(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (int, slice)) or i is None or i is Ellipsis for i in items)
+
+
+def random_normal(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return generator.standard_normal(shape, dtype=np.float64).astype(dtype, copy=False)
+
+
+def random_uniform(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return generator.random(shape, dtype=np.float64).astype(dtype, copy=False)
+
+
+def to_numpy(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+def from_numpy(a: np.ndarray) -> np.ndarray:
+    return a

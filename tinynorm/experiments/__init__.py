@@ -1,0 +1,1 @@
+"""Experiments that reproduce what the normalization papers report, each with a quick and a full mode."""

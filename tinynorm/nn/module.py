@@ -1,0 +1,287 @@
+"""``Module``: the base class of layers and models, and ``Parameter``, a tensor a module learns.
+
+Assigning a ``Parameter`` or a ``Module`` to an attribute registers it, as in PyTorch, so
+``parameters()``, ``state_dict()``, ``train()``/``eval()`` and ``to()`` reach the whole tree.
+Buffers (``register_buffer``) are tensors that are part of the state but not learned, such as
+BatchNorm's running statistics; a non-persistent buffer is left out of the state dict.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that is a module's learnable parameter (``requires_grad=True`` by default)."""
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = Tensor._from_array(np.empty(0, dtypes.get_default_dtype()))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}; wrap it with tinynorm.tensor()")
+        super().__init__(data.data, requires_grad=requires_grad, device=data.device)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class for all layers: subclasses set attributes in ``__init__`` and define ``forward``."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---------------------------------------------------------------------------- registration
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
+        if isinstance(value, (Parameter, Module)):
+            self._forget(name)
+            registry = self._parameters if isinstance(value, Parameter) else self._modules
+            registry[name] = value
+        elif name in self._parameters or name in self._modules:
+            if value is not None:
+                kind = "parameter" if name in self._parameters else "submodule"
+                raise TypeError(f"cannot assign a {type(value).__name__} as {kind} {name!r} (a {kind} or None expected)")
+            (self._parameters if name in self._parameters else self._modules)[name] = None
+        elif name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"buffer {name!r} must be a Tensor or None, got {type(value).__name__}")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        """Remove ``name`` from every registry before it is registered anew."""
+        self.__dict__.pop(name, None)
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        for registry in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(registry)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for registry in (self._parameters, self._buffers, self._modules):
+            if name in registry:
+                del registry[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__}")
+        self.__dict__.pop(name, None)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register a tensor that is state but not a parameter (e.g. running statistics)."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
+        self._modules[name] = module
+
+    # ------------------------------------------------------------------------------ traversal
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        """This module and every submodule, depth first, each once, with dotted names."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator["Module"]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        for name, module in self._modules.items():
+            if module is not None:
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_name, module in modules:
+            for name, value in getattr(module, registry).items():
+                if value is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield (f"{module_name}.{name}" if module_name else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members("_parameters", prefix, recurse)  # type: ignore[return-value]
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        """How many numbers the model learns (all parameters, or only those that require grad)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+    # ------------------------------------------------------------------------------ modes
+    def train(self, mode: bool = True) -> "Module":
+        """Training mode (e.g. BatchNorm uses batch statistics, Dropout drops); returns self."""
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Module":
+        """Evaluation mode: same as ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for param in self.parameters():
+            if set_to_none:
+                param.grad = None
+            elif param.grad is not None:
+                param.grad.data = param.grad._backend.zeros_like(param.grad.data)
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call ``fn`` on every submodule and then on this module (as PyTorch); returns self."""
+        for module in reversed(list(self.modules())):
+            fn(module)
+        return self
+
+    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> "Module":
+        """Move/cast every parameter and buffer in place: ``to('cuda')``, ``to(tinynorm.float64)``.
+
+        Only floating-point tensors change dtype (``num_batches_tracked`` stays int64).
+        """
+        for arg in args:
+            if isinstance(arg, str):
+                device = arg
+            else:
+                dtype = arg
+        for module in self.modules():
+            for registry in (module._parameters, module._buffers):
+                for value in registry.values():
+                    if value is None:
+                        continue
+                    cast = dtype if value.dtype.kind == "f" else None
+                    moved = value.detach().to(dtype=cast, device=device)
+                    value.data, value.device = moved.data, moved.device
+                    if value.grad is not None:
+                        value.grad = value.grad.to(dtype=value.dtype, device=value.device)
+        return self
+
+    def float(self) -> "Module":
+        return self.to(dtype=dtypes.float32)
+
+    def double(self) -> "Module":
+        return self.to(dtype=dtypes.float64)
+
+    # -------------------------------------------------------------------------- state dict
+    def state_dict(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name, as detached tensors sharing memory."""
+        state: OrderedDict[str, Tensor] = OrderedDict()
+        for module_name, module in self.named_modules(prefix.rstrip(".")):
+            dotted = f"{module_name}." if module_name else ""
+            for name, param in module._parameters.items():
+                if param is not None:
+                    state[dotted + name] = param.detach()
+            for name, buffer in module._buffers.items():
+                if buffer is not None and name not in module._non_persistent:
+                    state[dotted + name] = buffer.detach()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Copy values into this module's parameters and buffers, keeping their dtypes and devices.
+
+        With ``strict=True`` (the default) missing and unexpected keys are an error that lists them.
+        A shape mismatch, or a non-floating value for a floating tensor, is always an error.
+        """
+        own = self.state_dict()
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(
+                f"Error(s) in loading state_dict for {type(self).__name__}: "
+                f"missing keys {missing}, unexpected keys {unexpected}"
+            )
+        problems = []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            if tuple(array.shape) != tuple(target.shape):
+                problems.append(f"{key}: shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
+            elif target.dtype.kind == "f" and array.dtype.kind not in "f":
+                problems.append(f"{key}: dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
+        if problems:
+            raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
+        for key, target in own.items():
+            if key in state_dict:
+                value = state_dict[key]
+                array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+                target.data[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """The arguments shown between the parentheses of ``repr(module)``."""
+        return ""
+
+    def __repr__(self) -> str:
+        children = [f"({name}): " + repr(module).replace("\n", "\n  ") for name, module in self._modules.items()]
+        if not children:
+            return f"{type(self).__name__}({self.extra_repr()})"
+        lines = ([self.extra_repr()] if self.extra_repr() else []) + children
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"

@@ -1,0 +1,15 @@
+"""Comparisons (``<``, ``==``, ...): boolean tensors, outside the graph (they have no gradient)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+
+
+def compare(name: str, a: Any, b: Any) -> Tensor:
+    """Elementwise ``name`` (``'less'``, ``'equal'``, ...) of two tensors or numbers, as a bool tensor."""
+    tensor = a if isinstance(a, Tensor) else b
+    xp = tensor._backend
+    left = a.data if isinstance(a, Tensor) else a
+    right = b.data if isinstance(b, Tensor) else b
+    return Tensor._from_array(xp.as_array(getattr(xp, name)(left, right)), tensor.device)

@@ -1,0 +1,33 @@
+"""Dropout: zero each element with probability p and scale the survivors by 1/(1-p) (inverted dropout),
+so the expected value is unchanged and evaluation needs no rescaling."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.function import Context, Function
+from ..random import default_generator
+from ..tensor import Tensor
+
+
+class Dropout(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any, p: float) -> Any:
+        keep = ctx.xp.random_uniform(default_generator(), x.shape, x.dtype) >= p
+        scale = (keep / (1 - p)).astype(x.dtype)
+        ctx.save_for_backward(scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (scale,) = ctx.saved_tensors
+        return grad * scale
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    return Dropout.apply(x, p)

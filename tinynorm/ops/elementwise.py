@@ -1,0 +1,274 @@
+"""Elementwise functions and their derivatives: exp, log, sqrt, rsqrt, abs, tanh, sigmoid, relu,
+gelu, clamp, maximum, minimum, where.
+
+Where the derivative is cheapest in terms of the output (exp, tanh, sigmoid, sqrt), backward uses the
+saved output instead of recomputing from the input.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        out = ctx.xp.exp(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return grad * out
+
+
+class Log(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return grad / x
+
+
+class Sqrt(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        out = ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return grad / (2 * out)
+
+
+class Rsqrt(Function):
+    """1/sqrt(x); derivative -0.5 * x**-1.5 = -0.5 * out**3."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        out = 1 / ctx.xp.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return -0.5 * grad * out * out * out
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return ctx.xp.abs(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return grad * ctx.xp.sign(x)
+
+
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        out = ctx.xp.tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return grad * (1 - out * out)
+
+
+class Sigmoid(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        # 1/(1+exp(-x)) overflows exp for very negative x; 0.5*(1+tanh(x/2)) is the same value, stably.
+        out = 0.5 * (1 + ctx.xp.tanh(0.5 * x))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return grad * out * (1 - out)
+
+
+class Relu(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        out = ctx.xp.maximum(x, 0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (out,) = ctx.saved_tensors
+        return grad * (out > 0)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+class Gelu(Function):
+    """GELU(x) = x * Phi(x), Phi the standard normal CDF.
+
+    ``approximate='none'`` uses Phi(x) = (1 + erf(x/sqrt 2))/2 exactly; ``'tanh'`` uses
+    0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) as in GPT-2 and PyTorch.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, approximate: str = "none") -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+        return 0.5 * x * (1 + xp.erf(x * (1 / math.sqrt(2))))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = ctx.xp
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+            t = xp.tanh(inner)
+            d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+            return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+        cdf = 0.5 * (1 + xp.erf(x * (1 / math.sqrt(2))))
+        pdf = _INV_SQRT_2PI * xp.exp(-0.5 * x * x)
+        return grad * (cdf + x * pdf)
+
+
+class Clamp(Function):
+    """Clip to [min, max]; the gradient passes where the input was inside the range (ends included)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, low: float | None, high: float | None) -> Any:
+        ctx.save_for_backward(x)
+        ctx.low, ctx.high = low, high
+        return ctx.xp.clip(x, low, high)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        inside = True
+        if ctx.low is not None:
+            inside = inside & (x >= ctx.low)
+        if ctx.high is not None:
+            inside = inside & (x <= ctx.high)
+        return grad * inside
+
+
+class Maximum(Function):
+    """Elementwise max; on ties the gradient is split evenly between both inputs (as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        a, b = ctx.saved_tensors
+        share_a = (a > b) + 0.5 * (a == b)
+        return grad * share_a, grad * (1 - share_a)
+
+
+class Minimum(Function):
+    """Elementwise min; on ties the gradient is split evenly between both inputs (as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(a, b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        a, b = ctx.saved_tensors
+        share_a = (a < b) + 0.5 * (a == b)
+        return grad * share_a, grad * (1 - share_a)
+
+
+class Where(Function):
+    """``a`` where ``condition`` holds, else ``b``; the condition gets no gradient."""
+
+    @staticmethod
+    def forward(ctx: Context, condition: Any, a: Any, b: Any) -> Any:
+        ctx.save_for_backward(condition)
+        return ctx.xp.where(condition, a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        (condition,) = ctx.saved_tensors
+        zero = ctx.xp.zeros_like(grad)
+        return None, ctx.xp.where(condition, grad, zero), ctx.xp.where(condition, zero, grad)
+
+
+def exp(x: Tensor) -> Tensor:
+    return Exp.apply(x)
+
+
+def log(x: Tensor) -> Tensor:
+    return Log.apply(x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return Sqrt.apply(x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return Rsqrt.apply(x)
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001
+    return Abs.apply(x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return Tanh.apply(x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return Sigmoid.apply(x)
+
+
+def relu(x: Tensor) -> Tensor:
+    return Relu.apply(x)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(x, approximate=approximate)
+
+
+def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    return Clamp.apply(x, min, max)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    return Maximum.apply(a, b)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return Minimum.apply(a, b)
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    cond = condition.data if isinstance(condition, Tensor) else condition
+    return Where.apply(cond, a, b)

@@ -1,0 +1,161 @@
+"""Loss functions: cross_entropy (fused with log_softmax), nll_loss, mse_loss.
+
+Semantics follow ``torch.nn.functional``: class dim 1 for inputs (N, C) or (N, C, d1, ...),
+``reduction`` in {'mean', 'sum', 'none'}, ``ignore_index`` targets contribute nothing and are not
+counted by 'mean', ``label_smoothing`` mixes the one-hot target with the uniform distribution.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+from .softmax import log_softmax_array
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(xp: Any, losses: Any, reduction: str, count: int) -> Any:
+    if reduction == "sum":
+        return xp.sum(losses)
+    if reduction == "mean":  # an all-ignored batch gives nan, as in PyTorch
+        return xp.sum(losses) / count if count else xp.sum(losses) * float("nan")
+    return losses
+
+
+def _reduction_scale(xp: Any, grad: Any, reduction: str, count: int, n: int) -> Any:
+    """The upstream gradient of each row's loss, as a column (rows, 1)."""
+    if reduction == "none":
+        return grad.reshape(n, 1)
+    scale = grad / count if reduction == "mean" else grad
+    return xp.full((n, 1), scale, dtype=grad.dtype)
+
+
+class CrossEntropy(Function):
+    """Cross-entropy on 2-D logits (rows, classes) and int targets (rows,).
+
+    loss_i = -(1 - s) * logp[i, y_i] - (s / C) * sum_c logp[i, c]; the gradient w.r.t. the logits is
+    softmax - target_distribution, per row, times the row's upstream gradient.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, logits: Any, target: Any, ignore_index: int, reduction: str, smoothing: float) -> Any:
+        xp = ctx.xp
+        n, classes = logits.shape
+        logp = log_softmax_array(xp, logits, 1)
+        valid = target != ignore_index
+        safe_target = xp.where(valid, target, 0)
+        picked = xp.take_along_axis(logp, safe_target[:, None], axis=1)[:, 0]
+        losses = -(1 - smoothing) * picked
+        if smoothing:
+            losses = losses - (smoothing / classes) * xp.sum(logp, axis=1)
+        losses = xp.where(valid, losses, 0)
+        count = int(xp.sum(valid))
+        ctx.save_for_backward(logp, safe_target, valid)
+        ctx.reduction, ctx.smoothing, ctx.count = reduction, smoothing, count
+        return _reduce(xp, losses, reduction, count)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        xp = ctx.xp
+        logp, target, valid = ctx.saved_tensors
+        n, classes = logp.shape
+        dlogits = xp.exp(logp)
+        target_dist = xp.zeros_like(dlogits)
+        target_dist[xp.arange(n), target] = 1 - ctx.smoothing
+        dlogits -= target_dist + ctx.smoothing / classes
+        scale = _reduction_scale(xp, grad, ctx.reduction, ctx.count, n)
+        dlogits *= scale * valid[:, None]
+        return dlogits, None
+
+
+class NllLoss(Function):
+    """Negative log-likelihood of 2-D log-probabilities (rows, classes) at int targets (rows,)."""
+
+    @staticmethod
+    def forward(ctx: Context, logp: Any, target: Any, ignore_index: int, reduction: str) -> Any:
+        xp = ctx.xp
+        valid = target != ignore_index
+        safe_target = xp.where(valid, target, 0)
+        losses = xp.where(valid, -xp.take_along_axis(logp, safe_target[:, None], axis=1)[:, 0], 0)
+        count = int(xp.sum(valid))
+        ctx.save_for_backward(safe_target, valid)
+        ctx.shape, ctx.reduction, ctx.count = logp.shape, reduction, count
+        return _reduce(xp, losses, reduction, count)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        xp = ctx.xp
+        target, valid = ctx.saved_tensors
+        n = ctx.shape[0]
+        scale = _reduction_scale(xp, grad, ctx.reduction, ctx.count, n)
+        dlogp = xp.zeros(ctx.shape, dtype=grad.dtype)
+        dlogp[xp.arange(n), target] = -(scale[:, 0] * valid)
+        return dlogp, None
+
+
+def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
+    """(N, C, d1, ...) logits and (N, d1, ...) targets as (rows, C) and (rows,)."""
+    target_data = target.data if isinstance(target, Tensor) else target
+    if input.ndim == 1:
+        input, target_data = input.reshape(1, -1), target_data.reshape(1)
+    if input.ndim < 2:
+        raise ValueError(f"{op}: input must have shape (N, C) or (N, C, d1, ...), got {tuple(input.shape)}")
+    expected = (input.shape[0],) + tuple(input.shape[2:])
+    if tuple(target_data.shape) != expected:
+        raise ValueError(
+            f"{op}: target has shape {tuple(target_data.shape)} but input {tuple(input.shape)} needs "
+            f"targets of shape {expected}"
+        )
+    if target_data.dtype.kind not in "iu":
+        raise TypeError(f"{op}: target must hold integer class indices, got dtype {target_data.dtype}")
+    classes = input.shape[1]
+    if input.ndim > 2:
+        input = input.permute(0, *range(2, input.ndim), 1)
+    rows = input.reshape(-1, classes)
+    flat_target = target_data.reshape(-1)
+    return rows, flat_target, expected
+
+
+def _check_targets(target: Any, classes: int, ignore_index: int, op: str) -> None:
+    valid = target[target != ignore_index]
+    if valid.size and (valid.min() < 0 or valid.max() >= classes):
+        raise IndexError(f"{op}: target values must be in [0, {classes - 1}], got values in [{valid.min()}, {valid.max()}]")
+
+
+def _check_reduction(reduction: str, op: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def cross_entropy(input: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy between logits ``input`` (N, C, ...) and class indices ``target`` (N, ...)."""
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    rows, flat_target, shape = _as_rows(input, target, "cross_entropy")
+    _check_targets(flat_target, rows.shape[1], ignore_index, "cross_entropy")
+    loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, float(label_smoothing))
+    return loss.reshape(shape) if reduction == "none" else loss
+
+
+def nll_loss(input: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at ``target`` (N, ...)."""
+    _check_reduction(reduction, "nll_loss")
+    rows, flat_target, shape = _as_rows(input, target, "nll_loss")
+    _check_targets(flat_target, rows.shape[1], ignore_index, "nll_loss")
+    loss = NllLoss.apply(rows, flat_target, ignore_index, reduction)
+    return loss.reshape(shape) if reduction == "none" else loss
+
+
+def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """Mean squared error; shapes must match exactly (as PyTorch warns, broadcasting here is a bug)."""
+    _check_reduction(reduction, "mse_loss")
+    target_shape = tuple(getattr(target, "shape", ()))
+    if target_shape != tuple(input.shape):
+        raise ValueError(f"mse_loss: input shape {tuple(input.shape)} and target shape {target_shape} differ")
+    squared = (input - target) ** 2
+    if reduction == "none":
+        return squared
+    return squared.sum() if reduction == "sum" else squared.mean()
