@@ -23,6 +23,7 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     equal,
     exp,
     expand_dims,
+    finfo,
     full,
     greater,
     greater_equal,
@@ -51,6 +52,23 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
 )
 
 from ..kernels.cpu.activations import erf  # noqa: F401
+from ..kernels.cpu.batch_norm import (  # noqa: F401
+    batch_norm_backward,
+    batch_norm_backward_elemt,
+    batch_norm_backward_reduce,
+    batch_norm_forward,
+    batch_norm_stats,
+)
+from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401
+from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
+from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
+from ..kernels.cpu.pool import (  # noqa: F401
+    avg_pool2d_backward,
+    avg_pool2d_forward,
+    max_pool2d_backward,
+    max_pool2d_forward,
+)
+from ..kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward  # noqa: F401
 
 name = "cpu"
 ndarray = np.ndarray

@@ -194,9 +194,13 @@ class Module:
                 param.grad.data = param.grad._backend.zeros_like(param.grad.data)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
-        """Call ``fn`` on every submodule and then on this module (as PyTorch); returns self."""
-        for module in reversed(list(self.modules())):
-            fn(module)
+        """Call ``fn`` on every submodule, children before their parent, then on this module; returns self.
+
+        The order is PyTorch's: each child's whole subtree in registration order, then the parent.
+        """
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
         return self
 
     def to(self, *args: Any, dtype: Any = None, device: Any = None) -> "Module":

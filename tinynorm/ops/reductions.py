@@ -6,6 +6,7 @@ re-inserts them (as size 1) when ``keepdim=False`` dropped them.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from ..autograd.function import Context, Function
@@ -19,11 +20,12 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> Dims:
     if dim is None:
         return None
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    rank = builtins.max(ndim, 1)  # this module's own max() shadows the builtin
     result = []
     for d in dims:
-        if not -max(ndim, 1) <= d < max(ndim, 1):
+        if not -rank <= d < rank:
             raise IndexError(f"{op}: dim {d} is out of range for a tensor with {ndim} dimensions")
-        result.append(d % max(ndim, 1))
+        result.append(d % rank)
     return tuple(sorted(set(result)))
 
 
@@ -86,7 +88,7 @@ class Var(Function):
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
         xp = ctx.xp
         centered = x - xp.mean(x, axis=dims, keepdims=True)
-        divisor = max(_count(x.shape, dims) - correction, 0)
+        divisor = builtins.max(_count(x.shape, dims) - correction, 0)
         ctx.save_for_backward(centered)
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
         return xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor

@@ -1,0 +1,107 @@
+"""What every experiment shares: a progress bar, the run record (settings, seeds, versions) written as
+JSON, a matplotlib figure saved without a screen, and a simple training loop for classifiers."""
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+def progress(items: Iterable[T], total: int | None = None, label: str = "", enabled: bool = True) -> Iterator[T]:
+    """Yield ``items`` while drawing a one-line progress bar with elapsed time on stderr."""
+    total = total if total is not None else (len(items) if hasattr(items, "__len__") else None)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    count = 0
+    for count, item in enumerate(items, 1):
+        yield item
+        if enabled:
+            _draw(label, count, total, time.perf_counter() - start)
+    if enabled and count:
+        sys.stderr.write("\n")
+
+
+def _draw(label: str, count: int, total: int | None, elapsed: float) -> None:
+    if total:
+        filled = int(30 * count / total)
+        bar = "#" * filled + "-" * (30 - filled)
+        sys.stderr.write(f"\r{label} [{bar}] {count}/{total} {elapsed:6.1f}s")
+    else:
+        sys.stderr.write(f"\r{label} {count} {elapsed:6.1f}s")
+    sys.stderr.flush()
+
+
+def environment() -> dict[str, Any]:
+    """Versions and machine facts recorded with every result."""
+    import numba
+
+    info = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "numba_threads": numba.get_num_threads(),
+    }
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` plus the environment as indented JSON (numpy values converted)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = dict(payload, environment=environment())
+    path.write_text(json.dumps(record, indent=2, default=_to_builtin))
+    return path
+
+
+def _to_builtin(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (6.0, 4.0)) -> tuple[Any, Any]:
+    """A matplotlib figure and axes on the Agg backend (no screen needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """Lines of a Markdown table; floats printed with 3 significant digits."""
+    def cell(value: Any) -> str:
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines

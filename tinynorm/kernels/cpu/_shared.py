@@ -1,0 +1,128 @@
+"""Helpers shared by the normalization kernels: input checks for the Python wrappers, and the
+row statistics every kernel computes.
+
+The wrappers check everything before calling a kernel, so a bad argument gives a clear
+``TypeError``/``ValueError`` instead of a Numba typing error, and they hand the kernels C-contiguous
+arrays of one dtype so each kernel compiles once per dtype.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit
+
+from ._config import FASTMATH, PARALLEL_THRESHOLD
+
+# Numba accepts a set (not the frozenset of ``_config``) for ``fastmath``.
+FASTMATH_FLAGS = set(FASTMATH)
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+# Per-thread partial sums are padded to whole 64-byte cache lines so that two threads never write to
+# the same line (false sharing made a narrow backward 1.7-2x slower).
+CACHE_LINE_BYTES = 64
+
+
+def check_input(name: str, array: object, ndim: int, layout: str) -> np.ndarray:
+    """Return ``array`` as a C-contiguous float32/float64 array after checking its type and ndim."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must have dtype float32 or float64, got {array.dtype}")
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def check_like(name: str, array: object, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Return ``array`` as a C-contiguous array after checking it has this exact shape and dtype."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype != dtype:
+        raise TypeError(f"{name} must have dtype {dtype} (the dtype of x), got {array.dtype}")
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def param_or_fill(name: str, param: np.ndarray | None, size: int, dtype: np.dtype, fill: float) -> np.ndarray:
+    """Check an affine parameter of shape ``(size,)``; ``None`` becomes an array of ``fill``.
+
+    Filling ``weight=None`` with ones and ``bias=None`` with zeros keeps one compiled kernel per dtype
+    (instead of one per None-combination) for the price of a small array the size of one row.
+    """
+    if param is None:
+        return np.full(size, fill, dtype=dtype)
+    return check_like(name, param, (size,), dtype)
+
+
+def output(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Return ``out`` after checking it can receive the result, or a new array when it is None."""
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"out must have shape {shape} and dtype {dtype}, got {out.shape} {out.dtype}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be a writeable C-contiguous array")
+    return out
+
+
+def check_eps(eps: float, dtype: np.dtype):
+    """Return ``eps`` as a scalar of ``dtype`` (one compiled signature whatever the caller passes)."""
+    if not eps >= 0:
+        raise ValueError(f"eps must be a non-negative float, got {eps!r}")
+    return dtype.type(eps)
+
+
+def use_parallel(size: int) -> bool:
+    """Whether ``size`` elements are enough work to pay for starting the parallel threads."""
+    return size >= PARALLEL_THRESHOLD and numba.get_num_threads() > 1
+
+
+def num_chunks(units: int) -> int:
+    """How many fixed chunks to split ``units`` of work into: one per thread (at most one per unit).
+
+    Each chunk writes its own partial sums, later added in chunk order, so a result depends only on
+    the input and the thread count, never on thread timing.
+    """
+    return max(1, min(units, numba.get_num_threads()))
+
+
+def partials(chunks: int, width: int, dtype: np.dtype) -> np.ndarray:
+    """Zeroed ``(chunks, padded width)`` buffer, each row padded to whole cache lines."""
+    per_line = CACHE_LINE_BYTES // dtype.itemsize
+    padded = -(-width // per_line) * per_line
+    return np.zeros((chunks, padded), dtype=dtype)
+
+
+# One explicit signature: a ``prange`` index is unsigned, and the bounds must stay int64 whoever calls.
+@njit("UniTuple(int64, 2)(int64, int64, int64)", cache=True, fastmath=FASTMATH_FLAGS)
+def chunk_bounds(chunk, chunks, units):
+    """The ``[start, stop)`` range of ``units`` that belongs to ``chunk`` out of ``chunks``."""
+    return chunk * units // chunks, (chunk + 1) * units // chunks
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def mean_var(v):
+    """Mean and biased variance of the 1-D array ``v``, accurate even when |mean| >> std.
+
+    Corrected two-pass algorithm: a first mean ``m``, then sums of ``d = v - m`` and ``d²``;
+    ``sum(d)`` fixes the rounding error of ``m``. There is no ``E[x²] - E[x]²`` cancellation.
+    """
+    n = v.dtype.type(v.size)  # a float of v's dtype: an integer would promote float32 math to float64
+    total = v.dtype.type(0)
+    for i in range(v.size):
+        total += v[i]
+    first_mean = total / n
+    sum_d = v.dtype.type(0)
+    sum_d2 = v.dtype.type(0)
+    for i in range(v.size):
+        d = v[i] - first_mean
+        sum_d += d
+        sum_d2 += d * d
+    mean_d = sum_d / n
+    var = max(sum_d2 / n - mean_d * mean_d, v.dtype.type(0))
+    return first_mean + mean_d, var
+

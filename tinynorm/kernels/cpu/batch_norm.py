@@ -1,0 +1,328 @@
+"""BatchNorm on the CPU: each channel of ``x`` (N, C, S) is normalized over its N * S values.
+
+A channel's values are not contiguous (N planes of S values, ``C * S`` apart), so the per-channel
+reductions read ``x`` in place, split into fixed chunks of samples; each chunk leaves its partial
+result in its own row of a buffer, and the rows are combined in a fixed order.
+
+Two loop shapes, because a loop over a length-1 axis cannot be vectorized:
+* ``S > 1``: one unit of work is (chunk of samples, channel) and walks contiguous planes ``x[n, c]``;
+  small channel counts still give every thread work.
+* ``S == 1`` (BatchNorm1d on ``(N, C)``): one unit is a chunk of rows, and the inner loops run along
+  the contiguous channel axis.
+
+``batch_norm_backward_reduce`` and ``batch_norm_backward_elemt`` are the two halves of the training
+backward pass, separate so that a SyncBatchNorm can add the per-channel sums across processes in between.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, mean_var,
+                      num_chunks, output, param_or_fill, partials, use_parallel)
+
+# Rows per tile in the S == 1 statistics: a (TILE_ROWS, C) tile stays in cache for its two passes.
+TILE_ROWS = 64
+
+
+# Merges always run in float64: over thousands of tiles float32 rounding would add up in the mean.
+@njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", cache=True,
+      fastmath=FASTMATH_FLAGS)
+def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
+    """Chan et al.: (mean, sum of squared deviations) of two sets from those of each set."""
+    total = count_a + count_b
+    delta = mean_b - mean_a
+    return mean_a + delta * (count_b / total), m2_a + m2_b + delta * delta * (count_a * count_b / total)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
+    batch, channels, spatial = x.shape
+    plane = float(spatial)
+    for unit in range(start, stop):
+        chunk, c = unit // channels, unit % channels
+        first, last = chunk_bounds(chunk, chunks, batch)
+        mean, m2, count = 0.0, 0.0, 0.0
+        for n in range(first, last):
+            plane_mean, plane_var = mean_var(x[n, c])
+            mean, m2 = _merge(mean, m2, count, plane_mean, plane_var * plane, plane)
+            count += plane
+        part_mean[chunk, c] = mean
+        part_m2[chunk, c] = m2
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
+    rows, channels = x.shape
+    tile_mean = np.empty(channels, x.dtype)
+    tile_m2 = np.empty(channels, x.dtype)
+    for chunk in range(start, stop):
+        mean, m2 = part_mean[chunk], part_m2[chunk]
+        first, last = chunk_bounds(chunk, chunks, rows)
+        for tile_start in range(first, last, TILE_ROWS):
+            tile_stop = min(tile_start + TILE_ROWS, last)
+            count = float(tile_start - first)
+            tile_count = x.dtype.type(tile_stop - tile_start)
+            tile_mean[:] = 0
+            for n in range(tile_start, tile_stop):
+                for c in range(channels):
+                    tile_mean[c] += x[n, c]
+            tile_mean /= tile_count
+            tile_m2[:] = 0
+            for n in range(tile_start, tile_stop):
+                for c in range(channels):
+                    d = x[n, c] - tile_mean[c]
+                    tile_m2[c] += d * d
+            for c in range(channels):
+                mean[c], m2[c] = _merge(mean[c], m2[c], count, tile_mean[c], tile_m2[c], tile_count)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
+    units = chunks * x.shape[1]
+    for part in prange(parts):
+        start, stop = chunk_bounds(part, parts, units)
+        _stats_planes(x, chunks, part_mean, part_m2, start, stop)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
+    for part in prange(parts):
+        start, stop = chunk_bounds(part, parts, chunks)
+        _stats_rows(x, chunks, part_mean, part_m2, start, stop)
+
+
+def _check_x(x: object) -> np.ndarray:
+    return check_input("x", x, 3, "(N, C, S)")
+
+
+def _chunk_counts(batch: int, chunks: int, spatial: int) -> np.ndarray:
+    """How many values of one channel each chunk of samples holds."""
+    bounds = np.arange(chunks + 1) * batch // chunks
+    return np.diff(bounds) * spatial
+
+
+def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and biased variance of ``x`` (N, C, S) over its N * S values.
+
+    Each chunk of samples gets its (mean, sum of squared deviations) from two passes over data in
+    cache, merged with Chan's formula, so a large offset (|mean| >> std) loses no accuracy.
+    Returns ``(mean, var)``, each ``(C,)``.
+    """
+    x = _check_x(x)
+    batch, channels, spatial = x.shape
+    if x.size == 0:
+        return np.full(channels, np.nan, x.dtype), np.full(channels, np.nan, x.dtype)
+    parallel = use_parallel(x.size)
+    chunks = num_chunks(batch) if parallel else 1
+    part_mean = partials(chunks, channels, np.dtype(np.float64))
+    part_m2 = partials(chunks, channels, np.dtype(np.float64))
+    if spatial == 1:
+        rows = x.reshape(batch, channels)
+        if parallel:
+            _stats_rows_parallel(rows, chunks, part_mean, part_m2, chunks)
+        else:
+            _stats_rows(rows, chunks, part_mean, part_m2, 0, chunks)
+    elif parallel:
+        _stats_planes_parallel(x, chunks, part_mean, part_m2, num_chunks(chunks * channels))
+    else:
+        _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
+    # Merge the chunks (the parallel-axis formula): M2 = sum(M2_k) + sum(n_k (mean_k - mean)²).
+    counts = _chunk_counts(batch, chunks, spatial)[:, None]
+    chunk_mean = part_mean[:, :channels]
+    mean = (counts * chunk_mean).sum(axis=0) / (batch * spatial)
+    m2 = part_m2[:, :channels].sum(axis=0) + (counts * (chunk_mean - mean) ** 2).sum(axis=0)
+    var = np.maximum(m2 / (batch * spatial), 0.0)
+    return mean.astype(x.dtype), var.astype(x.dtype)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
+    """``y[n, c, k] = (x[n, c, k] - mean[c]) * scale[c] + shift[c]`` for samples in [start, stop)."""
+    channels, spatial = x.shape[1], x.shape[2]
+    for n in range(start, stop):
+        if spatial == 1:
+            for c in range(channels):
+                y[n, c, 0] = (x[n, c, 0] - mean[c]) * scale[c] + shift[c]
+        else:
+            for c in range(channels):
+                m, a, b = mean[c], scale[c], shift[c]
+                for k in range(spatial):
+                    y[n, c, k] = (x[n, c, k] - m) * a + b
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _scale_shift_parallel(x, mean, scale, shift, y, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _scale_shift_rows(x, mean, scale, shift, y, start, stop)
+
+
+def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight: np.ndarray | None,
+                       bias: np.ndarray | None, out: np.ndarray | None = None) -> np.ndarray:
+    """Normalize each channel of ``x`` (N, C, S): ``y = (x - mean[c]) * rstd[c] * weight[c] + bias[c]``.
+
+    Training passes the batch statistics (``rstd = 1 / sqrt(var + eps)``), evaluation the running
+    ones. ``mean``, ``rstd``, ``weight``, ``bias`` are ``(C,)``; weight/bias may be None (1 and 0).
+    Returns ``y``, written into ``out`` when given.
+    """
+    x = _check_x(x)
+    channels = x.shape[1]
+    mean = check_like("mean", mean, (channels,), x.dtype)
+    rstd = check_like("rstd", rstd, (channels,), x.dtype)
+    scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    shift = param_or_fill("bias", bias, channels, x.dtype, 0.0)
+    y = output(out, x.shape, x.dtype)
+    _scale_shift(x, mean, scale, shift, y)
+    return y
+
+
+def _scale_shift(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, shift: np.ndarray, y: np.ndarray) -> None:
+    if use_parallel(x.size):
+        _scale_shift_parallel(x, mean, scale, shift, y, num_chunks(x.shape[0]))
+    elif x.size:
+        _scale_shift_rows(x, mean, scale, shift, y, 0, x.shape[0])
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
+    batch, channels, spatial = x.shape
+    for unit in range(start, stop):
+        chunk, c = unit // channels, unit % channels
+        first, last = chunk_bounds(chunk, chunks, batch)
+        m = mean[c]
+        sum_dy = x.dtype.type(0)
+        sum_dy_xmu = x.dtype.type(0)
+        for n in range(first, last):
+            for k in range(spatial):
+                sum_dy += dy[n, c, k]
+                sum_dy_xmu += dy[n, c, k] * (x[n, c, k] - m)
+        part_dy[chunk, c] = sum_dy
+        part_dy_xmu[chunk, c] = sum_dy_xmu
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
+    rows, channels = x.shape
+    for chunk in range(start, stop):
+        sum_dy, sum_dy_xmu = part_dy[chunk], part_dy_xmu[chunk]
+        first, last = chunk_bounds(chunk, chunks, rows)
+        for n in range(first, last):
+            for c in range(channels):
+                sum_dy[c] += dy[n, c]
+                sum_dy_xmu[c] += dy[n, c] * (x[n, c] - mean[c])
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
+    units = chunks * x.shape[1]
+    for part in prange(parts):
+        start, stop = chunk_bounds(part, parts, units)
+        _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _reduce_rows_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
+    for part in prange(parts):
+        start, stop = chunk_bounds(part, parts, chunks)
+        _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop)
+
+
+def _check_grad_inputs(dy: object, x: object, mean: object, rstd: object) -> tuple[np.ndarray, ...]:
+    x = _check_x(x)
+    channels = x.shape[1]
+    return (check_like("dy", dy, x.shape, x.dtype), x, check_like("mean", mean, (channels,), x.dtype),
+            check_like("rstd", rstd, (channels,), x.dtype))
+
+
+def batch_norm_backward_reduce(dy: np.ndarray, x: np.ndarray, mean: np.ndarray,
+                               rstd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel sums over (N, S): ``sum_dy = sum(dy)`` and ``sum_dy_xhat = sum(dy * xhat)``.
+
+    ``xhat = (x - mean[c]) * rstd[c]``. These are ``dbias`` and ``dweight``, and (divided by N * S)
+    the two means the input gradient needs. Returns ``(sum_dy, sum_dy_xhat)``, each ``(C,)``.
+    """
+    dy, x, mean, rstd = _check_grad_inputs(dy, x, mean, rstd)
+    batch, channels, spatial = x.shape
+    parallel = use_parallel(x.size)
+    chunks = num_chunks(batch) if parallel else 1
+    part_dy = partials(chunks, channels, x.dtype)
+    part_dy_xmu = partials(chunks, channels, x.dtype)
+    if x.size == 0:
+        return np.zeros(channels, x.dtype), np.zeros(channels, x.dtype)
+    if spatial == 1:
+        dy_rows, x_rows = dy.reshape(batch, channels), x.reshape(batch, channels)
+        if parallel:
+            _reduce_rows_parallel(dy_rows, x_rows, mean, chunks, part_dy, part_dy_xmu, chunks)
+        else:
+            _reduce_rows(dy_rows, x_rows, mean, chunks, part_dy, part_dy_xmu, 0, chunks)
+    elif parallel:
+        _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, num_chunks(chunks * channels))
+    else:
+        _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, 0, channels)
+    return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
+    """``dx = dy * dy_scale[c] + (x - mean[c]) * x_scale[c] + shift[c]`` for samples in [start, stop)."""
+    channels, spatial = x.shape[1], x.shape[2]
+    for n in range(start, stop):
+        if spatial == 1:
+            for c in range(channels):
+                dx[n, c, 0] = dy[n, c, 0] * dy_scale[c] + (x[n, c, 0] - mean[c]) * x_scale[c] + shift[c]
+        else:
+            for c in range(channels):
+                m, a, b, d = mean[c], dy_scale[c], x_scale[c], shift[c]
+                for k in range(spatial):
+                    dx[n, c, k] = dy[n, c, k] * a + (x[n, c, k] - m) * b + d
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop)
+
+
+def batch_norm_backward_elemt(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray,
+                              weight: np.ndarray | None, mean_dy: np.ndarray,
+                              mean_dy_xhat: np.ndarray) -> np.ndarray:
+    """Input gradient from the per-channel means of :func:`batch_norm_backward_reduce`:
+
+    ``dx = rstd[c] * weight[c] * (dy - mean_dy[c] - xhat * mean_dy_xhat[c])``, ``xhat = (x - mean) * rstd``.
+    Zero means give the evaluation gradient ``dy * weight * rstd``.
+    """
+    dy, x, mean, rstd = _check_grad_inputs(dy, x, mean, rstd)
+    channels = x.shape[1]
+    mean_dy = check_like("mean_dy", mean_dy, (channels,), x.dtype)
+    mean_dy_xhat = check_like("mean_dy_xhat", mean_dy_xhat, (channels,), x.dtype)
+    dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
+    x_scale = -rstd * mean_dy_xhat * dy_scale
+    shift = -mean_dy * dy_scale
+    dx = np.empty_like(x)
+    if use_parallel(x.size):
+        _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, num_chunks(x.shape[0]))
+    elif x.size:
+        _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, 0, x.shape[0])
+    return dx
+
+
+def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray,
+                        weight: np.ndarray | None, training: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`batch_norm_forward` given the upstream gradient ``dy``.
+
+    ``training=True`` (``mean``/``rstd`` are the batch's own statistics):
+    ``dx = rstd * weight * (dy - mean(dy) - xhat * mean(dy * xhat))``, means per channel over (N, S).
+    ``training=False`` (running statistics, constants): ``dx = dy * weight * rstd``.
+    Both: ``dweight = sum(dy * xhat)``, ``dbias = sum(dy)``. Returns ``(dx, dweight, dbias)``.
+    """
+    sum_dy, sum_dy_xhat = batch_norm_backward_reduce(dy, x, mean, rstd)
+    if training:
+        count = max(x.shape[0] * x.shape[2], 1)
+        mean_dy, mean_dy_xhat = sum_dy / count, sum_dy_xhat / count
+    else:
+        mean_dy = mean_dy_xhat = np.zeros_like(sum_dy)
+    dx = batch_norm_backward_elemt(dy, x, mean, rstd, weight, mean_dy, mean_dy_xhat)
+    return dx, sum_dy_xhat, sum_dy

@@ -1,0 +1,275 @@
+"""2-D convolution on NCHW numpy arrays: im2col/col2im kernels and the GEMMs around them.
+
+A convolution (a cross-correlation, as in PyTorch) becomes one matrix product per sample once every
+receptive field is unrolled into a column: ``y[n] = weight.reshape(O, C*kh*kw) @ cols[n]``.
+
+Layout of ``cols``: ``(N, C*kh*kw, OH*OW)``, row index ``(c*kh + i)*kw + j``, column ``oh*OW + ow``.
+Chosen by measurement (fp32, N=64, C=16, O=32, 3x3 kernel, padding 1, forward + backward, 2 cores): it
+was as fast as one big GEMM over ``(N*OH*OW, C*kh*kw)`` columns at 28x28 and ~4x faster at 8x8 (3.7 ms
+against 16 ms), and its product is already NCHW, where the other layout needs a transposed copy of the
+output in forward and of ``dy`` in backward.
+
+The helpers ``_pair``, ``_check_input`` and ``conv2d_output_size`` are shared with ``pool.py``.
+"""
+import operator
+
+import numpy as np
+from numba import njit, prange
+
+from ._config import FASTMATH, PARALLEL_THRESHOLD
+
+IntPair = int | tuple[int, int]
+
+# Numba's ``fastmath`` option accepts a set, not the frozenset kept in _config.
+_FASTMATH = set(FASTMATH)
+_FLOAT_DTYPES = (np.float32, np.float64)
+
+
+def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
+    """Return ``value`` as ``(height, width)`` ints, accepting an int or a pair like PyTorch."""
+    items = value if isinstance(value, (tuple, list)) else (value, value)
+    try:
+        if len(items) != 2 or any(isinstance(item, bool) for item in items):
+            raise TypeError
+        pair = (operator.index(items[0]), operator.index(items[1]))
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}") from None
+    if min(pair) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return pair
+
+
+def _check_input(x: np.ndarray, name: str) -> np.ndarray:
+    """Check that ``x`` is a float32/float64 NCHW array and return it C-contiguous."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
+    if x.ndim != 4:
+        raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {x.shape}")
+    if x.dtype not in _FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+    return np.ascontiguousarray(x)
+
+
+def conv2d_output_size(
+    h: int, w: int, kernel_size: IntPair, stride: IntPair, padding: IntPair
+) -> tuple[int, int]:
+    """Output height and width of a convolution or pooling window sliding over an ``h x w`` input."""
+    kh, kw = _pair(kernel_size, "kernel_size", 1)
+    sh, sw = _pair(stride, "stride", 1)
+    ph, pw = _pair(padding, "padding", 0)
+    padded_h, padded_w = h + 2 * ph, w + 2 * pw
+    if kh > padded_h or kw > padded_w:
+        raise ValueError(
+            f"kernel_size ({kh}, {kw}) is larger than the padded input ({padded_h}, {padded_w}) "
+            f"(input ({h}, {w}), padding ({ph}, {pw}))"
+        )
+    return (padded_h - kh) // sh + 1, (padded_w - kw) // sw + 1
+
+
+@njit(cache=True)
+def _valid_range(pad, offset, stride, size, out_count):
+    """Output positions ``o`` whose input index ``o*stride - pad + offset`` lies in ``[0, size)``."""
+    first = 0
+    if pad > offset:
+        first = (pad - offset + stride - 1) // stride
+    stop = min((size - 1 + pad - offset) // stride + 1, out_count)
+    return first, max(stop, first)
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _im2col_plane(x, cols, kh, kw, sh, sw, ph, pw, out_w):
+    """Unroll one (H, W) plane into its ``kh*kw`` rows of ``cols`` (shape ``(kh*kw, OH*OW)``)."""
+    h, w = x.shape
+    out_h = cols.shape[1] // out_w
+    for i in range(kh):
+        oh_first, oh_stop = _valid_range(ph, i, sh, h, out_h)
+        for j in range(kw):
+            row = cols[i * kw + j]
+            ow_first, ow_stop = _valid_range(pw, j, sw, w, out_w)
+            for oh in range(out_h):
+                out = row[oh * out_w:(oh + 1) * out_w]
+                if oh < oh_first or oh >= oh_stop:
+                    out[:] = 0
+                    continue
+                src = x[oh * sh - ph + i]
+                out[:ow_first] = 0
+                for ow in range(ow_first, ow_stop):
+                    out[ow] = src[ow * sw - pw + j]
+                out[ow_stop:] = 0
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _col2im_plane(cols, dx, kh, kw, sh, sw, ph, pw, out_w):
+    """Add the ``kh*kw`` rows of ``cols`` back into one (H, W) plane ``dx`` (adjoint of im2col)."""
+    h, w = dx.shape
+    out_h = cols.shape[1] // out_w
+    for i in range(kh):
+        oh_first, oh_stop = _valid_range(ph, i, sh, h, out_h)
+        for j in range(kw):
+            row = cols[i * kw + j]
+            ow_first, ow_stop = _valid_range(pw, j, sw, w, out_w)
+            for oh in range(oh_first, oh_stop):
+                src = row[oh * out_w:(oh + 1) * out_w]
+                out = dx[oh * sh - ph + i]
+                for ow in range(ow_first, ow_stop):
+                    out[ow * sw - pw + j] += src[ow]
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, parallel):
+    n_channels, rows = x.shape[1], kh * kw
+    if parallel:
+        for plane in prange(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _im2col_plane(x[n, c], cols[n, c * rows:(c + 1) * rows], kh, kw, sh, sw, ph, pw, out_w)
+    else:
+        for plane in range(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _im2col_plane(x[n, c], cols[n, c * rows:(c + 1) * rows], kh, kw, sh, sw, ph, pw, out_w)
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, parallel):
+    # One thread owns each (n, c) plane of dx, so no two threads ever add into the same element.
+    n_channels, rows = dx.shape[1], kh * kw
+    if parallel:
+        for plane in prange(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _col2im_plane(cols[n, c * rows:(c + 1) * rows], dx[n, c], kh, kw, sh, sw, ph, pw, out_w)
+    else:
+        for plane in range(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _col2im_plane(cols[n, c * rows:(c + 1) * rows], dx[n, c], kh, kw, sh, sw, ph, pw, out_w)
+
+
+def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0) -> np.ndarray:
+    """Unroll every ``kh x kw`` receptive field of NCHW ``x`` (zero padded) into a column.
+
+    Returns ``cols`` of shape ``(N, C*kh*kw, OH*OW)`` and x's dtype, such that
+    ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``, shape ``(O, OH*OW)``.
+    """
+    x = _check_input(x, "x")
+    kh, kw = _pair(kernel_size, "kernel_size", 1)
+    sh, sw = _pair(stride, "stride", 1)
+    ph, pw = _pair(padding, "padding", 0)
+    n, c, h, w = x.shape
+    out_h, out_w = conv2d_output_size(h, w, (kh, kw), (sh, sw), (ph, pw))
+    cols = np.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
+    _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, cols.size >= PARALLEL_THRESHOLD)
+    return cols
+
+
+def _check_cols(
+    cols: np.ndarray, input_shape: tuple[int, int, int, int], kernel_size: IntPair, stride: IntPair, padding: IntPair
+) -> np.ndarray:
+    """Check that ``cols`` is what :func:`im2col` returns for ``input_shape``; return it C-contiguous."""
+    if not isinstance(cols, np.ndarray) or cols.dtype not in _FLOAT_DTYPES:
+        raise TypeError(f"cols must be a float32 or float64 numpy array, got {getattr(cols, 'dtype', type(cols))}")
+    if len(input_shape) != 4:
+        raise ValueError(f"input_shape must be (N, C, H, W), got {input_shape}")
+    n, c, h, w = input_shape
+    kh, kw = _pair(kernel_size, "kernel_size", 1)
+    out_h, out_w = conv2d_output_size(h, w, (kh, kw), stride, padding)
+    expected = (n, c * kh * kw, out_h * out_w)
+    if cols.shape != expected:
+        raise ValueError(f"cols must have shape {expected} for input shape {tuple(input_shape)}, got {cols.shape}")
+    return np.ascontiguousarray(cols)
+
+
+def col2im(
+    cols: np.ndarray,
+    input_shape: tuple[int, int, int, int],
+    kernel_size: IntPair,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+) -> np.ndarray:
+    """Adjoint of :func:`im2col`: scatter-add each column back to the input positions it was read from.
+
+    ``cols`` has shape ``(N, C*kh*kw, OH*OW)``; returns ``dx`` of ``input_shape`` (N, C, H, W), where
+    positions covered by several windows receive the sum of their contributions (the input gradient).
+    """
+    cols = _check_cols(cols, input_shape, kernel_size, stride, padding)
+    kh, kw = _pair(kernel_size, "kernel_size", 1)
+    sh, sw = _pair(stride, "stride", 1)
+    ph, pw = _pair(padding, "padding", 0)
+    out_w = conv2d_output_size(input_shape[2], input_shape[3], (kh, kw), (sh, sw), (ph, pw))[1]
+    dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
+    _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, cols.size >= PARALLEL_THRESHOLD)
+    return dx
+
+
+def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype) -> np.ndarray:
+    """Check a conv weight (O, C, kh, kw) against the input's channel count and dtype."""
+    weight = _check_input(weight, "weight")
+    if weight.shape[1] != x_channels:
+        raise ValueError(
+            f"weight expects {weight.shape[1]} input channels (shape {weight.shape}), "
+            f"but the input has {x_channels} channels"
+        )
+    if weight.dtype != dtype:
+        raise TypeError(f"weight dtype {weight.dtype} does not match the input dtype {dtype}")
+    return weight
+
+
+def conv2d_forward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Convolution of NCHW ``x`` with ``weight`` (O, C, kh, kw) plus optional ``bias`` (O,).
+
+    Returns ``(y, cols)``: ``y`` of shape (N, O, OH, OW), and the im2col ``cols`` that
+    :func:`conv2d_backward` needs for the weight gradient.
+    """
+    x = _check_input(x, "x")
+    weight = _check_weight(weight, x.shape[1], x.dtype)
+    out_channels, _, kh, kw = weight.shape
+    cols = im2col(x, (kh, kw), stride, padding)
+    out_h, out_w = conv2d_output_size(x.shape[2], x.shape[3], (kh, kw), stride, padding)
+    y = np.matmul(weight.reshape(out_channels, -1), cols)  # (N, O, OH*OW): N GEMMs through BLAS
+    if bias is not None:
+        if not isinstance(bias, np.ndarray) or bias.shape != (out_channels,):
+            raise ValueError(f"bias must be an array of shape ({out_channels},), got {getattr(bias, 'shape', bias)}")
+        if bias.dtype != x.dtype:
+            raise TypeError(f"bias dtype {bias.dtype} does not match the input dtype {x.dtype}")
+        y += bias[:, None]
+    return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
+
+
+def conv2d_backward(
+    dy: np.ndarray,
+    cols: np.ndarray,
+    x_shape: tuple[int, int, int, int],
+    weight: np.ndarray,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    needs_input_grad: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Gradients of :func:`conv2d_forward` given the upstream gradient ``dy`` (N, O, OH, OW).
+
+    Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, and the caller
+    drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
+    """
+    if len(x_shape) != 4:
+        raise ValueError(f"x_shape must be (N, C, H, W), got {x_shape}")
+    dy = _check_input(dy, "dy")
+    weight = _check_weight(weight, x_shape[1], dy.dtype)
+    out_channels, _, kh, kw = weight.shape
+    cols = _check_cols(cols, x_shape, (kh, kw), stride, padding)
+    if cols.dtype != dy.dtype:
+        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
+    expected = (x_shape[0], out_channels, *conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding))
+    if dy.shape != expected:
+        raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
+    dy_rows = dy.reshape(dy.shape[0], out_channels, -1)  # (N, O, OH*OW)
+    # One batched GEMM then a sum over N: measured faster than np.tensordot or einsum, which copy
+    # both operands into transposed (O, N*L) and (N*L, K) matrices first.
+    dweight = np.matmul(dy_rows, cols.transpose(0, 2, 1)).sum(axis=0).reshape(weight.shape)
+    dbias = dy_rows.sum(axis=(0, 2))
+    dx = None
+    if needs_input_grad:
+        dcols = np.matmul(weight.reshape(out_channels, -1).T, dy_rows)  # (N, C*kh*kw, OH*OW)
+        dx = col2im(dcols, x_shape, (kh, kw), stride, padding)
+    return dx, dweight, dbias

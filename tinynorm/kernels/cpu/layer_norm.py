@@ -1,0 +1,108 @@
+"""LayerNorm on the CPU: each row of a 2-D array is normalized over its columns.
+
+The caller flattens the leading dims into rows and the normalized dims into columns. One row at a
+time is in cache, so the statistics take two cheap passes over it and the output a third.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, mean_var,
+                      num_chunks, output, param_or_fill, partials, use_parallel)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
+    for r in range(start, stop):
+        row, out = x[r], y[r]
+        m, var = mean_var(row)
+        s = x.dtype.type(1) / np.sqrt(var + eps)
+        for j in range(row.size):
+            out[j] = (row[j] - m) * s * weight[j] + bias[j]
+        mean[r] = m
+        rstd[r] = s
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _forward_parallel(x, weight, bias, eps, y, mean, rstd, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop)
+
+
+def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
+                       out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalize each row of ``x`` (rows, cols): ``y = (x - mean) * rstd * weight + bias``.
+
+    ``mean`` and ``rstd = 1 / sqrt(var + eps)`` (biased variance) are per row, returned for the
+    backward pass. ``weight``/``bias`` are ``(cols,)`` or None (meaning 1 and 0). Returns
+    ``(y, mean, rstd)``; ``y`` is written into ``out`` when given.
+    """
+    x = check_input("x", x, 2, "(rows, cols)")
+    rows, cols = x.shape
+    weight = param_or_fill("weight", weight, cols, x.dtype, 1.0)
+    bias = param_or_fill("bias", bias, cols, x.dtype, 0.0)
+    eps = check_eps(eps, x.dtype)
+    y = output(out, x.shape, x.dtype)
+    mean = np.empty(rows, x.dtype)
+    rstd = np.empty(rows, x.dtype)
+    if use_parallel(x.size):
+        _forward_parallel(x, weight, bias, eps, y, mean, rstd, num_chunks(rows))
+    elif x.size:
+        _forward_rows(x, weight, bias, eps, y, mean, rstd, 0, rows)
+    return y, mean, rstd
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _backward_rows(dy, x, mean, rstd, weight, dx, dweight, dbias, start, stop):
+    n = x.dtype.type(x.shape[1])
+    for r in range(start, stop):
+        row, grad, out = x[r], dy[r], dx[r]
+        m, s = mean[r], rstd[r]
+        sum_g = x.dtype.type(0)
+        sum_g_xhat = x.dtype.type(0)
+        for j in range(row.size):
+            g = grad[j] * weight[j]
+            sum_g += g
+            sum_g_xhat += g * (row[j] - m) * s
+        mean_g, mean_g_xhat = sum_g / n, sum_g_xhat / n
+        for j in range(row.size):
+            xhat = (row[j] - m) * s
+            out[j] = s * (grad[j] * weight[j] - mean_g - xhat * mean_g_xhat)
+            dweight[j] += grad[j] * xhat
+            dbias[j] += grad[j]
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _backward_parallel(dy, x, mean, rstd, weight, dx, dweight_parts, dbias_parts):
+    chunks = dweight_parts.shape[0]
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _backward_rows(dy, x, mean, rstd, weight, dx, dweight_parts[chunk], dbias_parts[chunk], start, stop)
+
+
+def layer_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray,
+                        weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`layer_norm_forward` given the upstream gradient ``dy``.
+
+    With ``xhat = (x - mean) * rstd`` and ``g = dy * weight``:
+    ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`` (means over each row),
+    ``dweight = sum_rows(dy * xhat)``, ``dbias = sum_rows(dy)``. Returns ``(dx, dweight, dbias)``;
+    ``dweight``/``dbias`` are always computed, the caller drops what it does not need.
+    """
+    x = check_input("x", x, 2, "(rows, cols)")
+    rows, cols = x.shape
+    dy = check_like("dy", dy, x.shape, x.dtype)
+    mean = check_like("mean", mean, (rows,), x.dtype)
+    rstd = check_like("rstd", rstd, (rows,), x.dtype)
+    weight = param_or_fill("weight", weight, cols, x.dtype, 1.0)
+    dx = np.empty_like(x)
+    chunks = num_chunks(rows) if use_parallel(x.size) else 1
+    dweight_parts = partials(chunks, cols, x.dtype)
+    dbias_parts = partials(chunks, cols, x.dtype)
+    if chunks > 1:
+        _backward_parallel(dy, x, mean, rstd, weight, dx, dweight_parts, dbias_parts)
+    elif x.size:
+        _backward_rows(dy, x, mean, rstd, weight, dx, dweight_parts[0], dbias_parts[0], 0, rows)
+    return dx, dweight_parts[:, :cols].sum(axis=0), dbias_parts[:, :cols].sum(axis=0)

@@ -1,0 +1,215 @@
+"""2-D max and average pooling on NCHW numpy arrays, with PyTorch's semantics.
+
+Each kernel handles one (H, W) plane at a time; planes are spread over threads with ``prange`` on
+large inputs, and since every thread owns whole planes of its output no two threads write the same
+element. ``argmax`` holds flat indices ``h*W + w`` into each input plane, like PyTorch's
+``return_indices=True``.
+"""
+import numpy as np
+from numba import njit, prange
+
+from ._config import FASTMATH, PARALLEL_THRESHOLD
+from .conv import IntPair, _check_input, _pair, conv2d_output_size
+
+# Numba's ``fastmath`` option accepts a set, not the frozenset kept in _config.
+_FASTMATH = set(FASTMATH)
+
+
+def _pool_geometry(
+    x_shape: tuple[int, ...], kernel_size: IntPair, stride: IntPair | None, padding: IntPair
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Validate pooling arguments like PyTorch; return kernel, stride, padding and output size pairs."""
+    kernel = _pair(kernel_size, "kernel_size", 1)
+    strides = kernel if stride is None else _pair(stride, "stride", 1)
+    pads = _pair(padding, "padding", 0)
+    if pads[0] > kernel[0] // 2 or pads[1] > kernel[1] // 2:
+        raise ValueError(f"padding must be at most half of kernel_size {kernel}, got padding {pads}")
+    out_size = conv2d_output_size(x_shape[2], x_shape[3], kernel, strides, pads)
+    return kernel, strides, pads, out_size
+
+
+def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
+    """Check the upstream gradient's shape and return it C-contiguous."""
+    dy = _check_input(dy, "dy")
+    if dy.shape != expected:
+        raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
+    return dy
+
+
+def _check_x_shape(x_shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    if len(x_shape) != 4:
+        raise ValueError(f"x_shape must be (N, C, H, W), got {x_shape}")
+    return tuple(x_shape)
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
+    h, w = x.shape
+    out_h, out_w = y.shape
+    for oh in range(out_h):
+        h_first, h_stop = max(oh * sh - ph, 0), min(oh * sh - ph + kh, h)
+        for ow in range(out_w):
+            w_first, w_stop = max(ow * sw - pw, 0), min(ow * sw - pw + kw, w)
+            best, best_index = -np.inf, h_first * w + w_first
+            for ih in range(h_first, h_stop):
+                for iw in range(w_first, w_stop):
+                    value = x[ih, iw]
+                    # Strict ">" keeps the first maximum on ties; a NaN wins and propagates, as in PyTorch.
+                    if value > best or np.isnan(value):
+                        best, best_index = value, ih * w + iw
+            y[oh, ow] = best
+            argmax[oh, ow] = best_index
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _max_pool_backward_plane(dy, argmax, dx):
+    dx_flat = dx.reshape(-1)
+    for oh in range(dy.shape[0]):
+        for ow in range(dy.shape[1]):
+            dx_flat[argmax[oh, ow]] += dy[oh, ow]
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _avg_pool_plane(x, y, kh, kw, sh, sw, ph, pw):
+    # count_include_pad=True: the divisor is always kh*kw, padded zeros included.
+    h, w = x.shape
+    out_h, out_w = y.shape
+    scale = 1.0 / (kh * kw)
+    for oh in range(out_h):
+        h_first, h_stop = max(oh * sh - ph, 0), min(oh * sh - ph + kh, h)
+        for ow in range(out_w):
+            w_first, w_stop = max(ow * sw - pw, 0), min(ow * sw - pw + kw, w)
+            total = 0.0
+            for ih in range(h_first, h_stop):
+                for iw in range(w_first, w_stop):
+                    total += x[ih, iw]
+            y[oh, ow] = total * scale
+
+
+@njit(cache=True, fastmath=_FASTMATH)
+def _avg_pool_backward_plane(dy, dx, kh, kw, sh, sw, ph, pw):
+    h, w = dx.shape
+    out_h, out_w = dy.shape
+    scale = 1.0 / (kh * kw)
+    for oh in range(out_h):
+        h_first, h_stop = max(oh * sh - ph, 0), min(oh * sh - ph + kh, h)
+        for ow in range(out_w):
+            w_first, w_stop = max(ow * sw - pw, 0), min(ow * sw - pw + kw, w)
+            share = dy[oh, ow] * scale
+            for ih in range(h_first, h_stop):
+                for iw in range(w_first, w_stop):
+                    dx[ih, iw] += share
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
+    n_channels = x.shape[1]
+    if parallel:
+        for plane in prange(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _max_pool_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
+    else:
+        for plane in range(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _max_pool_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _max_pool_backward_kernel(dy, argmax, dx, parallel):
+    n_channels = dx.shape[1]
+    if parallel:
+        for plane in prange(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _max_pool_backward_plane(dy[n, c], argmax[n, c], dx[n, c])
+    else:
+        for plane in range(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _max_pool_backward_plane(dy[n, c], argmax[n, c], dx[n, c])
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, parallel):
+    n_channels = x.shape[1]
+    if parallel:
+        for plane in prange(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _avg_pool_plane(x[n, c], y[n, c], kh, kw, sh, sw, ph, pw)
+    else:
+        for plane in range(x.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _avg_pool_plane(x[n, c], y[n, c], kh, kw, sh, sw, ph, pw)
+
+
+@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+def _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, parallel):
+    n_channels = dx.shape[1]
+    if parallel:
+        for plane in prange(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _avg_pool_backward_plane(dy[n, c], dx[n, c], kh, kw, sh, sw, ph, pw)
+    else:
+        for plane in range(dx.shape[0] * n_channels):
+            n, c = plane // n_channels, plane % n_channels
+            _avg_pool_backward_plane(dy[n, c], dx[n, c], kh, kw, sh, sw, ph, pw)
+
+
+def max_pool2d_forward(
+    x: np.ndarray, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max over each ``kh x kw`` window of NCHW ``x`` (padding counts as -inf; stride defaults to kernel_size).
+
+    Returns ``(y, argmax)``, both (N, C, OH, OW); ``argmax`` (int64) is the flat index ``h*W + w`` of
+    each window's first maximum in its input plane, for :func:`max_pool2d_backward`.
+    """
+    x = _check_input(x, "x")
+    (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
+    y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
+    argmax = np.empty(y.shape, dtype=np.int64)
+    _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, x.size >= PARALLEL_THRESHOLD)
+    return y, argmax
+
+
+def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, int, int, int]) -> np.ndarray:
+    """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input."""
+    x_shape = _check_x_shape(x_shape)
+    if not isinstance(argmax, np.ndarray) or argmax.ndim != 4 or argmax.shape[:2] != x_shape[:2]:
+        raise ValueError(f"argmax must be an (N, C, OH, OW) array matching x_shape {x_shape}")
+    dy = _check_grad(dy, argmax.shape)
+    argmax = np.ascontiguousarray(argmax, dtype=np.int64)
+    plane_size = x_shape[2] * x_shape[3]
+    # An index outside the plane would write outside dx: refuse it here rather than corrupt memory.
+    if argmax.size and (argmax.min() < 0 or argmax.max() >= plane_size):
+        raise ValueError(f"argmax holds indices outside [0, {plane_size}) for x_shape {x_shape}")
+    dx = np.zeros(x_shape, dtype=dy.dtype)
+    _max_pool_backward_kernel(dy, argmax, dx, dx.size >= PARALLEL_THRESHOLD)
+    return dx
+
+
+def avg_pool2d_forward(
+    x: np.ndarray, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0
+) -> np.ndarray:
+    """Mean over each ``kh x kw`` window of NCHW ``x``, padded zeros included (count_include_pad=True).
+
+    Returns ``y`` of shape (N, C, OH, OW); stride defaults to kernel_size, as in PyTorch.
+    """
+    x = _check_input(x, "x")
+    (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
+    y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
+    _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, x.size >= PARALLEL_THRESHOLD)
+    return y
+
+
+def avg_pool2d_backward(
+    dy: np.ndarray,
+    x_shape: tuple[int, int, int, int],
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+) -> np.ndarray:
+    """Gradient of :func:`avg_pool2d_forward`: each ``dy`` element spreads ``dy / (kh*kw)`` over its window."""
+    x_shape = _check_x_shape(x_shape)
+    (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x_shape, kernel_size, stride, padding)
+    dy = _check_grad(dy, x_shape[:2] + out_size)
+    dx = np.zeros(x_shape, dtype=dy.dtype)
+    _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, dx.size >= PARALLEL_THRESHOLD)
+    return dx

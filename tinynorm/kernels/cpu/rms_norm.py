@@ -1,0 +1,98 @@
+"""RMSNorm on the CPU: each row of a 2-D array is divided by its root mean square.
+
+Like LayerNorm without the mean: one statistics pass over the row instead of two, and no bias.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, num_chunks, output,
+                      param_or_fill, partials, use_parallel)
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _forward_rows(x, weight, eps, y, rstd, start, stop):
+    n = x.dtype.type(x.shape[1])
+    for r in range(start, stop):
+        row, out = x[r], y[r]
+        sum_sq = x.dtype.type(0)
+        for j in range(row.size):
+            sum_sq += row[j] * row[j]
+        s = x.dtype.type(1) / np.sqrt(sum_sq / n + eps)
+        for j in range(row.size):
+            out[j] = row[j] * s * weight[j]
+        rstd[r] = s
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _forward_parallel(x, weight, eps, y, rstd, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _forward_rows(x, weight, eps, y, rstd, start, stop)
+
+
+def rms_norm_forward(x: np.ndarray, weight: np.ndarray | None, eps: float,
+                     out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Normalize each row of ``x`` (rows, cols) by its root mean square: ``y = x * rstd * weight``.
+
+    ``rstd = 1 / sqrt(mean(x²) + eps)`` per row is returned for the backward pass. ``weight`` is
+    ``(cols,)`` or None (meaning 1). Returns ``(y, rstd)``; ``y`` is written into ``out`` when given.
+    """
+    x = check_input("x", x, 2, "(rows, cols)")
+    rows, cols = x.shape
+    weight = param_or_fill("weight", weight, cols, x.dtype, 1.0)
+    eps = check_eps(eps, x.dtype)
+    y = output(out, x.shape, x.dtype)
+    rstd = np.empty(rows, x.dtype)
+    if use_parallel(x.size):
+        _forward_parallel(x, weight, eps, y, rstd, num_chunks(rows))
+    elif x.size:
+        _forward_rows(x, weight, eps, y, rstd, 0, rows)
+    return y, rstd
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
+    n = x.dtype.type(x.shape[1])
+    for r in range(start, stop):
+        row, grad, out = x[r], dy[r], dx[r]
+        s = rstd[r]
+        sum_g_xhat = x.dtype.type(0)
+        for j in range(row.size):
+            sum_g_xhat += grad[j] * weight[j] * row[j]
+        mean_g_xhat = sum_g_xhat * s / n
+        for j in range(row.size):
+            xhat = row[j] * s
+            out[j] = s * (grad[j] * weight[j] - xhat * mean_g_xhat)
+            dweight[j] += grad[j] * xhat
+
+
+@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+def _backward_parallel(dy, x, rstd, weight, dx, dweight_parts):
+    chunks = dweight_parts.shape[0]
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0])
+        _backward_rows(dy, x, rstd, weight, dx, dweight_parts[chunk], start, stop)
+
+
+def rms_norm_backward(dy: np.ndarray, x: np.ndarray, rstd: np.ndarray,
+                      weight: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of :func:`rms_norm_forward` given the upstream gradient ``dy``.
+
+    With ``xhat = x * rstd`` and ``g = dy * weight``: ``dx = rstd * (g - xhat * mean(g * xhat))``
+    (mean over each row) and ``dweight = sum_rows(dy * xhat)``. Returns ``(dx, dweight)``.
+    """
+    x = check_input("x", x, 2, "(rows, cols)")
+    rows, cols = x.shape
+    dy = check_like("dy", dy, x.shape, x.dtype)
+    rstd = check_like("rstd", rstd, (rows,), x.dtype)
+    weight = param_or_fill("weight", weight, cols, x.dtype, 1.0)
+    dx = np.empty_like(x)
+    chunks = num_chunks(rows) if use_parallel(x.size) else 1
+    dweight_parts = partials(chunks, cols, x.dtype)
+    if chunks > 1:
+        _backward_parallel(dy, x, rstd, weight, dx, dweight_parts)
+    elif x.size:
+        _backward_rows(dy, x, rstd, weight, dx, dweight_parts[0], 0, rows)
+    return dx, dweight_parts[:, :cols].sum(axis=0)

@@ -1,0 +1,114 @@
+"""Small models the experiments train: SmallCNN / SmallMLP for digits, a residual MLP stack, and
+TinyTransformerLM, a character-level GPT-style language model."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import nn
+from .creation import arange
+from .nn import init
+from .nn.blocks import ConvBlock, MLPBlock, TransformerBlock, channel_norm, feature_norm
+from .nn.residual import Residual, check_placement
+from .tensor import Tensor
+
+
+class SmallCNN(nn.Module):
+    """conv3x3 -> norm -> ReLU -> ResNet block -> max-pool -> conv3x3 -> norm -> ReLU -> global average
+    pool -> linear, for single-channel images (8x8 digits or 28x28).
+
+    ``norm`` is one of 'batchnorm', 'groupnorm' (``groups`` groups), 'layernorm', 'instancenorm', 'none'.
+    """
+
+    def __init__(self, norm: str = "batchnorm", groups: int = 4, width: int = 16, num_classes: int = 10,
+                 in_channels: int = 1) -> None:
+        super().__init__()
+        self.norm_kind = norm
+        self.stem = nn.Sequential(nn.Conv2d(in_channels, width, 3, padding=1, bias=False), channel_norm(norm, width, groups), nn.ReLU())
+        self.block = ConvBlock(width, norm, groups)
+        self.pool = nn.MaxPool2d(2)
+        self.widen = nn.Sequential(nn.Conv2d(width, 2 * width, 3, padding=1, bias=False), channel_norm(norm, 2 * width, groups), nn.ReLU())
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, num_classes))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.widen(self.pool(self.block(self.stem(x)))))
+
+
+class SmallMLP(nn.Sequential):
+    """Flatten -> [Linear -> norm -> ReLU] x 2 -> Linear, the MLP variant of the digits experiment.
+
+    ``norm``: 'batchnorm', 'layernorm', 'rmsnorm' or 'none' over the hidden features.
+    """
+
+    def __init__(self, in_features: int = 64, hidden: int = 128, num_classes: int = 10, norm: str = "batchnorm") -> None:
+        super().__init__(
+            nn.Flatten(),
+            nn.Linear(in_features, hidden), feature_norm(norm, hidden), nn.ReLU(),
+            nn.Linear(hidden, hidden), feature_norm(norm, hidden), nn.ReLU(),
+            nn.Linear(hidden, num_classes),
+        )
+
+
+class ResidualMLP(nn.Module):
+    """``depth`` residual MLP blocks of width ``d`` with the norm placed 'pre' or 'post', then a head.
+
+    A 'pre' stack ends with a final norm (as GPT-2 does), so its output is normalized too.
+    """
+
+    def __init__(self, in_features: int, d: int, depth: int, num_classes: int, norm: str = "layernorm",
+                 placement: str = "pre") -> None:
+        super().__init__()
+        check_placement(placement)
+        self.embed = nn.Linear(in_features, d)
+        self.blocks = nn.ModuleList(Residual(MLPBlock(d, 2 * d), feature_norm(norm, d), placement) for _ in range(depth))
+        self.final_norm = feature_norm(norm, d) if placement == "pre" else nn.Identity()
+        self.head = nn.Linear(d, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.embed(x.flatten(1))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(self.final_norm(h))
+
+
+class TinyTransformerLM(nn.Module):
+    """A GPT-style character language model: token + learned position embeddings, ``n_layers``
+    :class:`TransformerBlock` s, (a final norm for 'pre'), and a linear head over the vocabulary.
+
+    Initialisation (explicit because the Pre-LN/Post-LN gradient results depend on it): every Linear
+    weight is Xavier-uniform with zero bias, as in Xiong et al. 2020; embeddings are N(0, 0.02^2); norm
+    weights are 1 and biases 0.
+    """
+
+    def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, block_size: int = 64,
+                 norm: str = "layernorm", placement: str = "pre") -> None:
+        super().__init__()
+        check_placement(placement)
+        if norm not in ("layernorm", "rmsnorm"):
+            raise ValueError(f"TinyTransformerLM: norm must be 'layernorm' or 'rmsnorm', got {norm!r}")
+        self.block_size, self.placement = block_size, placement
+        self.token_embedding = nn.Embedding(vocab, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, norm, placement) for _ in range(n_layers))
+        self.final_norm = feature_norm(norm, d_model) if placement == "pre" else nn.Identity()
+        self.head = nn.Linear(d_model, vocab)
+        self.apply(_xavier_init)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        """Logits (B, T, vocab) for token ids (B, T)."""
+        ids_data = ids.data if isinstance(ids, Tensor) else np.asarray(ids)
+        if ids_data.ndim != 2 or ids_data.shape[1] > self.block_size:
+            raise ValueError(f"TinyTransformerLM: expected ids (B, T) with T <= {self.block_size}, got shape {tuple(ids_data.shape)}")
+        positions = arange(ids_data.shape[1])
+        h = self.token_embedding(ids) + self.position_embedding(positions)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(self.final_norm(h))
+
+
+def _xavier_init(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        init.normal_(module.weight, 0.0, 0.02)

@@ -1,0 +1,186 @@
+"""Autograd Functions of the normalization layers: each forward and backward is one fused kernel call.
+
+Every norm is brought to the layout its kernel expects, without copying:
+* LayerNorm / RMSNorm: (rows, cols) = (leading dims, normalized dims);
+* GroupNorm / InstanceNorm: (N, C, S) with S the product of the spatial dims, statistics per
+  (sample, group); InstanceNorm is GroupNorm with one channel per group;
+* BatchNorm: (N, C, S), statistics per channel over (N, S).
+The formulas are in the kernels' docstrings (``tinynorm/kernels/cpu/``) and in docs/normalization.md.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+
+
+def _flat(param: Any) -> Any:
+    return None if param is None else param.reshape(-1)
+
+
+class LayerNorm(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, normalized_ndim: int, eps: float) -> Any:
+        cols = math.prod(x.shape[x.ndim - normalized_ndim:])
+        x2 = x.reshape(-1, cols)
+        y, mean, rstd = ctx.xp.layer_norm_forward(x2, _flat(weight), _flat(bias), eps)
+        ctx.save_for_backward(x2, mean, rstd, _flat(weight))
+        ctx.shape, ctx.normalized_shape = x.shape, x.shape[x.ndim - normalized_ndim:]
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        x2, mean, rstd, weight = ctx.saved_tensors
+        dx, dweight, dbias = ctx.xp.layer_norm_backward(grad.reshape(x2.shape), x2, mean, rstd, weight)
+        return dx.reshape(ctx.shape), dweight.reshape(ctx.normalized_shape), dbias.reshape(ctx.normalized_shape)
+
+
+class RMSNorm(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, normalized_ndim: int, eps: float) -> Any:
+        cols = math.prod(x.shape[x.ndim - normalized_ndim:])
+        x2 = x.reshape(-1, cols)
+        y, rstd = ctx.xp.rms_norm_forward(x2, _flat(weight), eps)
+        ctx.save_for_backward(x2, rstd, _flat(weight))
+        ctx.shape, ctx.normalized_shape = x.shape, x.shape[x.ndim - normalized_ndim:]
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        x2, rstd, weight = ctx.saved_tensors
+        dx, dweight = ctx.xp.rms_norm_backward(grad.reshape(x2.shape), x2, rstd, weight)
+        return dx.reshape(ctx.shape), dweight.reshape(ctx.normalized_shape)
+
+
+class GroupNorm(Function):
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> Any:
+        x3 = x.reshape(x.shape[0], x.shape[1], -1)
+        y, mean, rstd = ctx.xp.group_norm_forward(x3, num_groups, weight, bias, eps)
+        ctx.save_for_backward(x3, mean, rstd, weight)
+        ctx.shape, ctx.num_groups = x.shape, num_groups
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        x3, mean, rstd, weight = ctx.saved_tensors
+        dx, dweight, dbias = ctx.xp.group_norm_backward(grad.reshape(x3.shape), x3, mean, rstd, ctx.num_groups, weight)
+        return dx.reshape(ctx.shape), dweight, dbias
+
+
+class BatchNorm(Function):
+    """Normalize each channel with the given statistics ``mean`` and ``rstd`` (arrays, not tensors).
+
+    ``training=True`` means the statistics were computed from ``x`` itself, so they depend on it and
+    the gradient gets BatchNorm's two mean-correction terms; ``training=False`` means they are
+    running statistics, constants, and the layer is a per-channel affine map.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool) -> Any:
+        x3 = x.reshape(x.shape[0], x.shape[1], -1)
+        y = ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias)
+        ctx.save_for_backward(x3, mean, rstd, weight)
+        ctx.shape, ctx.training = x.shape, training
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        x3, mean, rstd, weight = ctx.saved_tensors
+        dx, dweight, dbias = ctx.xp.batch_norm_backward(grad.reshape(x3.shape), x3, mean, rstd, weight, ctx.training)
+        return dx.reshape(ctx.shape), dweight, dbias
+
+
+def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` dims, then scale by ``weight`` and shift by ``bias``."""
+    normalized_shape = _check_trailing("layer_norm", x, normalized_shape)
+    return LayerNorm.apply(x, weight, bias, len(normalized_shape), float(eps))
+
+
+def rms_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Divide by the root mean square over the trailing dims; ``eps=None`` is the dtype's machine epsilon."""
+    normalized_shape = _check_trailing("rms_norm", x, normalized_shape)
+    if eps is None:
+        eps = float(x._backend.finfo(x.dtype).eps)
+    return RMSNorm.apply(x, weight, len(normalized_shape), float(eps))
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize each sample's channels in ``num_groups`` groups, over each group's channels and spatial dims."""
+    if x.ndim < 2:
+        raise ValueError(f"group_norm: expected input of shape (N, C, *), got {tuple(x.shape)}")
+    if x.shape[1] % num_groups:
+        raise ValueError(f"group_norm: num_groups={num_groups} must divide the {x.shape[1]} channels of input {tuple(x.shape)}")
+    return GroupNorm.apply(x, weight, bias, num_groups, float(eps))
+
+
+def _check_trailing(op: str, x: Tensor, normalized_shape: Any) -> tuple[int, ...]:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or tuple(x.shape[x.ndim - len(shape):]) != shape or x.ndim < len(shape):
+        raise ValueError(
+            f"{op}: expected input with trailing dims {shape} (normalized_shape), got shape {tuple(x.shape)}"
+        )
+    return shape
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """BatchNorm over (N, C, *), as ``torch.nn.functional.batch_norm``.
+
+    ``training=True`` normalizes with the batch's statistics (biased variance) and, when running
+    buffers are given, updates them in place: ``running = (1 - momentum) * running + momentum * batch``
+    with the *unbiased* batch variance. ``training=False`` normalizes with the running statistics.
+    """
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, *), got {tuple(x.shape)}")
+    xp = x._backend
+    if training:
+        count = x.numel() // x.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
+        mean, var = xp.batch_norm_stats(x.data.reshape(x.shape[0], x.shape[1], -1))
+        if running_mean is not None and running_var is not None:
+            update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
+        mean, var = running_mean.data.astype(x.dtype), running_var.data.astype(x.dtype)
+    rstd = (1 / xp.sqrt(var + eps)).astype(x.dtype)
+    return BatchNorm.apply(x, weight, bias, mean, rstd, training)
+
+
+def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, unbiased_var: Any, momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * batch``, in place, in the buffers' dtype."""
+    for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
+        running.data[...] = (1 - momentum) * running.data + momentum * batch.astype(running.dtype)
+
+
+def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each (sample, channel) over its spatial dims, as ``torch.nn.functional.instance_norm``.
+
+    With ``use_input_stats=True`` the statistics are the instance's own; running buffers, if given,
+    are updated with their average over the batch (unbiased variances). With ``False`` the running
+    statistics are used, as BatchNorm in eval mode.
+    """
+    if x.ndim < 3:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, *spatial), got {tuple(x.shape)}")
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    batch, channels = x.shape[0], x.shape[1]
+    spatial = x.numel() // max(batch * channels, 1)
+    if spatial <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {tuple(x.shape)}")
+    if running_mean is not None and running_var is not None:
+        xp = x._backend
+        mean, var = xp.batch_norm_stats(x.data.reshape(1, batch * channels, spatial))
+        unbiased = var * (spatial / (spatial - 1))
+        update_running_stats(running_mean, running_var, mean.reshape(batch, channels).mean(axis=0),
+                             unbiased.reshape(batch, channels).mean(axis=0), momentum)
+    return GroupNorm.apply(x, weight, bias, channels, float(eps))
