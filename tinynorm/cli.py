@@ -1,36 +1,156 @@
-"""The ``tinynorm`` command line: ``tinynorm demo`` runs the quick experiments into ``results/``."""
+"""The ``tinynorm`` command line (also ``python -m tinynorm``).
+
+    tinynorm demo                       quick experiments + a short kernel benchmark -> results/report.md
+    tinynorm experiment NAME [options]  one experiment, quick or full
+    tinynorm bench [norms|engine|conv]  the benchmarks in benchmarks/
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
+import runpy
 import sys
+import time
 from pathlib import Path
+from typing import Any
+
+# experiment name on the command line -> module in tinynorm.experiments
+EXPERIMENTS = {
+    "batch-size": "batch_size",
+    "placement": "placement",
+    "rms-vs-ln": "rms_vs_ln",
+    "standardization": "standardization",
+}
+BENCHMARKS = ("norms", "engine", "conv")
+BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from .experiments import standardization
+def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, device: str, show_progress: bool) -> dict[str, Any]:
+    """Run one experiment by its command-line name; returns its result dict (with 'summary')."""
+    module = importlib.import_module(f"tinynorm.experiments.{EXPERIMENTS[name]}")
+    if name == "standardization":  # a numpy-only study: no seeds list, no device
+        return module.run(out, quick=quick, seed=0 if seeds is None else seeds - 1)
+    seed_list = None if seeds is None else list(range(seeds))
+    return module.run(out, quick=quick, seeds=seed_list, device=device, progress=show_progress)
 
+
+def _checks_table(results: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["| experiment | claim | result |", "|---|---|---|"]
+    for name, result in results.items():
+        for check in result.get("checks", []):
+            lines.append(f"| {name} | {check['claim']} | {'PASS' if check['passed'] else 'FAIL'} |")
+    return lines
+
+
+def _print_summary(results: dict[str, dict[str, Any]], seconds: dict[str, float]) -> None:
+    print("\nSummary")
+    for name, result in results.items():
+        checks = result.get("checks", [])
+        passed = sum(c["passed"] for c in checks)
+        print(f"  {name:16s} {seconds[name]:7.1f} s   checks passed: {passed}/{len(checks)}")
+
+
+def _experiment_command(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    start = time.perf_counter()
+    result = run_experiment(args.name, out, args.quick, args.seeds, args.device, not args.no_progress)
+    _print_summary({args.name: result}, {args.name: time.perf_counter() - start})
+    print(f"\nresults written to {out.resolve()}")
+    return 0
+
+
+def _demo_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = standardization.run(out, quick=True, seed=0)
+    results: dict[str, dict[str, Any]] = {}
+    seconds: dict[str, float] = {}
+    for name in EXPERIMENTS:
+        print(f"== experiment {name} (quick)", flush=True)
+        start = time.perf_counter()
+        results[name] = run_experiment(name, out, True, None, "cpu", not args.no_progress)
+        seconds[name] = time.perf_counter() - start
+    print("== benchmark: normalization kernels (quick)", flush=True)
+    bench_json = out / "bench_norms.json"
+    _run_benchmark("norms", ["--quick", "--out", str(bench_json)])
     report = out / "report.md"
-    report.write_text("# tinynorm demo\n\n## Why normalize inputs\n\n" + "\n".join(result["summary"]) + "\n")
-    print(f"results written to {out.resolve()} (report: {report})")
+    lines = ["# tinynorm demo report", "", "Quick versions of every experiment; `docs/experiments.md` has the full runs.", ""]
+    lines += ["## Checks", ""] + _checks_table(results) + [""]
+    for name, result in results.items():
+        lines += [f"## {name}", ""] + list(result.get("summary", [])) + [""]
+    lines += ["## Kernel benchmark", "", f"Machine-readable table: `{bench_json.name}` (see the console output above).", ""]
+    report.write_text("\n".join(lines))
+    _print_summary(results, seconds)
+    print(f"\nresults written to {out.resolve()}\nreport: {report.resolve()}")
+    return 0
+
+
+def _run_benchmark(name: str, extra: list[str]) -> None:
+    script = BENCHMARK_DIR / f"bench_{name}.py"
+    if not script.exists():
+        raise SystemExit(f"tinynorm bench: {script} not found; the benchmarks ship with the source checkout")
+    saved = sys.argv
+    sys.argv = [str(script)] + extra
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved
+
+
+def _bench_command(args: argparse.Namespace) -> int:
+    for name in args.which or BENCHMARKS:
+        print(f"== benchmark {name}", flush=True)
+        _run_benchmark(name, ["--quick"] if args.quick else [])
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tinynorm", description="tinynorm: experiments and benchmarks on normalization.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run quick versions of the experiments and write plots and a report")
+    parser = argparse.ArgumentParser(
+        prog="tinynorm",
+        description="tinynorm: reproduce what the normalization papers report, and benchmark the kernels.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="quick versions of all experiments plus a kernel benchmark, with a report",
+                               description="Run every experiment in quick mode and a short kernel benchmark; "
+                                           "write plots, JSON and report.md into --out.")
     demo.add_argument("--out", default="results", help="folder for plots, JSON and report.md (default: results)")
-    demo.set_defaults(run=_demo)
+    demo.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    demo.set_defaults(run=_demo_command)
+
+    experiment = commands.add_parser("experiment", help="run one experiment",
+                                     description="Run one experiment and write NAME.json, NAME.md and its PNG figures.")
+    experiment.add_argument("name", choices=sorted(EXPERIMENTS), help="which experiment")
+    experiment.add_argument("--quick", action="store_true", help="the small version used by the tests and the demo")
+    experiment.add_argument("--seeds", type=_positive_int, default=None,
+                            help="number of random seeds (default: the experiment's own, 1-3)")
+    experiment.add_argument("--out", default="results", help="output folder (default: results)")
+    experiment.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to train (default: cpu)")
+    experiment.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    experiment.set_defaults(run=_experiment_command)
+
+    bench = commands.add_parser("bench", help="run the benchmarks in benchmarks/",
+                                description="Run benchmarks (all by default); each prints a table and writes JSON "
+                                            "under benchmarks/out/.")
+    bench.add_argument("which", nargs="*", choices=BENCHMARKS, help=f"which benchmarks (default: all of {', '.join(BENCHMARKS)})")
+    bench.add_argument("--quick", action="store_true", help="a fast subset of shapes")
+    bench.set_defaults(run=_bench_command)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        return args.run(args)
+    except (ValueError, RuntimeError) as error:
+        print(f"tinynorm: error: {error}", file=sys.stderr)
+        return 2

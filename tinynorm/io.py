@@ -72,7 +72,9 @@ def load(path: str | os.PathLike) -> Any:
         raise ValueError(f"load: {path!r} holds a single numpy array (.npy), not a tinynorm checkpoint")
     with contents:
         if STRUCTURE_KEY not in contents.files:
-            raise ValueError(f"load: {path!r} is an .npz file but not a tinynorm checkpoint (no {STRUCTURE_KEY!r} entry)")
+            raise ValueError(
+                f"load: {path!r} is an .npz file but not a tinynorm checkpoint (no {STRUCTURE_KEY!r} entry)"
+            )
         try:
             header = json.loads(contents[STRUCTURE_KEY].tobytes().decode("utf-8"))
             arrays = {name: contents[name] for name in contents.files if name != STRUCTURE_KEY}

@@ -46,7 +46,8 @@ class Conv2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 4 or x.shape[1] != self.in_channels:
             raise ValueError(
-                f"Conv2d: expected input (N, {self.in_channels}, H, W), got shape {tuple(x.shape)}"
+                f"Conv2d: expected input (N, {self.in_channels}, H, W) with {self.in_channels} channels "
+                f"(in_channels), got shape {tuple(x.shape)}"
             )
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
 

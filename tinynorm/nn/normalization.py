@@ -18,6 +18,15 @@ from . import init
 from .module import Module, Parameter
 
 
+def _check_dtype(layer: Module, x: Tensor, reference: Tensor | None) -> None:
+    """A clear error when the input's dtype differs from the layer's parameters or statistics."""
+    if reference is not None and x.dtype != reference.dtype:
+        raise TypeError(
+            f"{type(layer).__name__}: input dtype {x.dtype} differs from the layer's {reference.dtype}; "
+            f"convert the input or the layer (e.g. layer.to({x.dtype}))"
+        )
+
+
 class _NormBase(Module):
     """What BatchNorm and InstanceNorm share: affine parameters and running statistics per channel."""
 
@@ -58,29 +67,13 @@ class _NormBase(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
-    def _update_factor(self) -> float:
-        """Count this batch and return the weight of its statistics in the running average.
-
-        ``momentum=None`` gives a cumulative moving average: the k-th batch gets weight 1/k, so the
-        running statistics are the plain mean over all batches seen.
-        """
-        self.num_batches_tracked.data[...] += 1
-        if self.momentum is None:
-            return 1.0 / int(self.num_batches_tracked.item())
-        return self.momentum
-
-    def _check_channels(self, x: Tensor) -> None:
-        if x.shape[1] != self.num_features:
+    def _check_channels(self, x: Tensor, channel_dim: int = 1) -> None:
+        if x.shape[channel_dim] != self.num_features:
             raise ValueError(
                 f"{type(self).__name__}: expected {self.num_features} channels (num_features), got input of "
-                f"shape {tuple(x.shape)} with {x.shape[1]} channels"
+                f"shape {tuple(x.shape)} with {x.shape[channel_dim]} channels"
             )
-        reference = self.weight if self.weight is not None else self.running_mean
-        if reference is not None and x.dtype != reference.dtype:
-            raise TypeError(
-                f"{type(self).__name__}: input dtype {x.dtype} differs from the layer's {reference.dtype}; "
-                f"convert the input or the layer (e.g. layer.to({x.dtype}))"
-            )
+        _check_dtype(self, x, self.weight if self.weight is not None else self.running_mean)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -111,6 +104,17 @@ class _BatchNorm(_NormBase):
         self.frozen = False
         return self
 
+    def _update_factor(self) -> float:
+        """Count this batch and return the weight of its statistics in the running average.
+
+        ``momentum=None`` gives a cumulative moving average: the k-th batch gets weight 1/k, so the
+        running statistics are the plain mean over all batches seen.
+        """
+        self.num_batches_tracked.data[...] += 1
+        if self.momentum is None:
+            return 1.0 / int(self.num_batches_tracked.item())
+        return self.momentum
+
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self._expected_dims:
             raise ValueError(
@@ -119,6 +123,8 @@ class _BatchNorm(_NormBase):
             )
         self._check_channels(x)
         use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
+        if use_batch_stats:
+            F.check_values_per_channel(type(self).__name__, x)
         momentum = 0.0
         if use_batch_stats and self.track_running_stats:
             momentum = self._update_factor()
@@ -146,6 +152,9 @@ class BatchNorm3d(_BatchNorm):
 
 
 class _InstanceNorm(_NormBase):
+    """As PyTorch's InstanceNorm: ``num_batches_tracked`` stays 0, and ``momentum=None`` (not
+    documented for InstanceNorm) counts as 0, so the running statistics then stay as initialized."""
+
     _spatial_dims = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
@@ -159,15 +168,12 @@ class _InstanceNorm(_NormBase):
                 f"{type(self).__name__}: expected {batched}D input (N, C, *spatial) or {batched - 1}D unbatched "
                 f"input, got shape {tuple(x.shape)}"
             )
-        if x.ndim == batched - 1:
-            return self.forward(x.unsqueeze(0)).squeeze(0)
-        self._check_channels(x)
+        unbatched = x.ndim == batched - 1
+        self._check_channels(x, channel_dim=0 if unbatched else 1)
         use_input_stats = self.training or not self.track_running_stats
-        momentum = 0.0
-        if use_input_stats and self.track_running_stats:
-            momentum = self._update_factor()
-        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                               use_input_stats, momentum, self.eps)
+        y = F.instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, self.weight,
+                            self.bias, use_input_stats, self.momentum if self.momentum is not None else 0.0, self.eps)
+        return y.squeeze(0) if unbatched else y
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -207,10 +213,13 @@ class LayerNorm(Module):
             init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        F.check_trailing_dims("LayerNorm", x, self.normalized_shape)
+        _check_dtype(self, x, self.weight)
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
@@ -231,6 +240,8 @@ class RMSNorm(Module):
             init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
+        F.check_trailing_dims("RMSNorm", x, self.normalized_shape)
+        _check_dtype(self, x, self.weight)
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
@@ -264,6 +275,7 @@ class GroupNorm(Module):
             raise ValueError(
                 f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {tuple(x.shape)}"
             )
+        _check_dtype(self, x, self.weight)
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:

@@ -96,14 +96,14 @@ class BatchNorm(Function):
 def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the trailing ``normalized_shape`` dims, then scale by ``weight`` and shift by ``bias``."""
-    normalized_shape = _check_trailing("layer_norm", x, normalized_shape)
+    normalized_shape = check_trailing_dims("layer_norm", x, normalized_shape)
     return LayerNorm.apply(x, weight, bias, len(normalized_shape), float(eps))
 
 
 def rms_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """Divide by the root mean square over the trailing dims; ``eps=None`` is the dtype's machine epsilon."""
-    normalized_shape = _check_trailing("rms_norm", x, normalized_shape)
+    normalized_shape = check_trailing_dims("rms_norm", x, normalized_shape)
     if eps is None:
         eps = float(x._backend.finfo(x.dtype).eps)
     return RMSNorm.apply(x, weight, len(normalized_shape), float(eps))
@@ -119,7 +119,8 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     return GroupNorm.apply(x, weight, bias, num_groups, float(eps))
 
 
-def _check_trailing(op: str, x: Tensor, normalized_shape: Any) -> tuple[int, ...]:
+def check_trailing_dims(op: str, x: Tensor, normalized_shape: Any) -> tuple[int, ...]:
+    """Return ``normalized_shape`` as a tuple after checking that ``x`` ends with those dims."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape or tuple(x.shape[x.ndim - len(shape):]) != shape or x.ndim < len(shape):
         raise ValueError(
@@ -140,9 +141,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         raise ValueError(f"batch_norm: expected input of shape (N, C, *), got {tuple(x.shape)}")
     xp = x._backend
     if training:
+        check_values_per_channel("batch_norm", x)
         count = x.numel() // x.shape[1]
-        if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
         mean, var = xp.batch_norm_stats(x.data.reshape(x.shape[0], x.shape[1], -1))
         if running_mean is not None and running_var is not None:
             update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
@@ -152,6 +152,14 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         mean, var = running_mean.data.astype(x.dtype), running_var.data.astype(x.dtype)
     rstd = (1 / xp.sqrt(var + eps)).astype(x.dtype)
     return BatchNorm.apply(x, weight, bias, mean, rstd, training)
+
+
+def check_values_per_channel(op: str, x: Tensor) -> None:
+    """Batch statistics need two values per channel or more (one value has no variance)."""
+    if x.numel() // x.shape[1] <= 1:
+        raise ValueError(
+            f"{op}: Expected more than 1 value per channel when training, got input size {tuple(x.shape)}"
+        )
 
 
 def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, unbiased_var: Any, momentum: float) -> None:

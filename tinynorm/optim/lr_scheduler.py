@@ -109,7 +109,8 @@ class CosineAnnealingLR(LRScheduler):
     (PyTorch documents this closed form; past ``T_max`` the cosine climbs back up, as in PyTorch.)
     """
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:  # noqa: N803
+    def __init__(self, optimizer: Optimizer, T_max: int,  # noqa: N803  (PyTorch's name)
+                 eta_min: float = 0.0, last_epoch: int = -1) -> None:
         _check_positive_int("T_max", T_max)
         self.T_max = T_max
         self.eta_min = eta_min

@@ -37,7 +37,8 @@ class Optimizer:
         self.state: dict[Tensor, dict[str, Any]] = {}
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+            raise ValueError(f"{type(self).__name__} got an empty parameter list (an exhausted generator, such as "
+                             "model.parameters() used twice?)")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
@@ -176,9 +177,6 @@ def _check_parameter(param: Any, where: str) -> None:
     if not param.is_leaf:
         raise ValueError(f"{where} is not a leaf tensor (it was computed by {param.grad_fn.name()}): "
                          "optimizers can only update leaves such as parameters")
-    if not param.requires_grad:
-        raise ValueError(f"{where} does not require grad: it would never be updated; "
-                         "call .requires_grad_() on it or leave it out")
 
 
 def _restore(value: Any, param: Tensor, where: str) -> Any:

@@ -23,14 +23,14 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 CACHE_LINE_BYTES = 64
 
 
-def check_input(name: str, array: object, ndim: int, layout: str) -> np.ndarray:
+def check_input(name: str, array: object, ndim: int, axes: str) -> np.ndarray:
     """Return ``array`` as a C-contiguous float32/float64 array after checking its type and ndim."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
     if array.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {array.dtype}")
     if array.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D {layout}, got shape {array.shape}")
+        raise ValueError(f"{name} must be {ndim}-D {axes}, got shape {array.shape}")
     return np.ascontiguousarray(array)
 
 
@@ -69,7 +69,7 @@ def output(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> n
     return out
 
 
-def check_eps(eps: float, dtype: np.dtype):
+def check_eps(eps: float, dtype: np.dtype) -> np.floating:
     """Return ``eps`` as a scalar of ``dtype`` (one compiled signature whatever the caller passes)."""
     if not eps >= 0:
         raise ValueError(f"eps must be a non-negative float, got {eps!r}")

@@ -37,6 +37,7 @@ def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
+    """S > 1: unit (chunk, c) merges the statistics of planes ``x[n, c]``, n in the chunk's samples."""
     batch, channels, spatial = x.shape
     plane = float(spatial)
     for unit in range(start, stop):
@@ -53,6 +54,7 @@ def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
+    """S == 1 (``x`` is (N, C)): each chunk of rows merges, per channel, the statistics of its tiles."""
     rows, channels = x.shape
     tile_mean = np.empty(channels, x.dtype)
     tile_m2 = np.empty(channels, x.dtype)
@@ -186,6 +188,7 @@ def _scale_shift(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, shift: np.n
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
+    """S > 1: unit (chunk, c) sums ``dy`` and ``dy * (x - mean)`` over the chunk's planes ``[n, c]``."""
     batch, channels, spatial = x.shape
     for unit in range(start, stop):
         chunk, c = unit // channels, unit % channels
@@ -203,6 +206,7 @@ def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
+    """S == 1 (``x`` is (N, C)): each chunk of rows sums ``dy`` and ``dy * (x - mean)`` per channel."""
     rows, channels = x.shape
     for chunk in range(start, stop):
         sum_dy, sum_dy_xmu = part_dy[chunk], part_dy_xmu[chunk]

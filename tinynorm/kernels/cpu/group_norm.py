@@ -15,6 +15,7 @@ from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop):
+    """(sample, group) units [start, stop), unit = n * num_groups + g."""
     batch, channels, spatial = x.shape
     per_group = channels // num_groups
     blocks = x.reshape((batch * num_groups, per_group * spatial))
@@ -71,6 +72,7 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, start, stop):
+    """(sample, group) units [start, stop); each writes its channels' sums into row n of the parts."""
     batch, channels, spatial = x.shape
     per_group = channels // num_groups
     count = x.dtype.type(per_group * spatial)

@@ -14,6 +14,7 @@ from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
+    """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
     for r in range(start, stop):
         row, out = x[r], y[r]
         m, var = mean_var(row)
@@ -56,6 +57,7 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _backward_rows(dy, x, mean, rstd, weight, dx, dweight, dbias, start, stop):
+    """Rows [start, stop); their dweight/dbias contributions are added to this chunk's partial rows."""
     n = x.dtype.type(x.shape[1])
     for r in range(start, stop):
         row, grad, out = x[r], dy[r], dx[r]

@@ -13,6 +13,7 @@ from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _forward_rows(x, weight, eps, y, rstd, start, stop):
+    """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
     n = x.dtype.type(x.shape[1])
     for r in range(start, stop):
         row, out = x[r], y[r]
@@ -54,6 +55,7 @@ def rms_norm_forward(x: np.ndarray, weight: np.ndarray | None, eps: float,
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
 def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
+    """Rows [start, stop); their dweight contributions are added to this chunk's partial row."""
     n = x.dtype.type(x.shape[1])
     for r in range(start, stop):
         row, grad, out = x[r], dy[r], dx[r]

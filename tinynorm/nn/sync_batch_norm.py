@@ -1,0 +1,147 @@
+"""SyncBatchNorm: BatchNorm whose statistics are those of the global batch, split over MPI processes.
+
+Under data parallelism each rank sees only its shard of the batch; plain BatchNorm would normalize
+with the shard's statistics (noisy when the shard is a handful of samples). SyncBatchNorm gives every
+rank the statistics of the whole batch with two small messages per layer and step:
+
+* forward: each rank computes (count, mean, M2) per channel of its shard (M2 = sum of squared
+  deviations); one ``Allgather`` shares them and every rank merges them with Chan et al.'s formula
+  ``mean = sum(n_r mean_r) / n``, ``M2 = sum(M2_r) + sum(n_r (mean_r - mean)^2)``, which stays accurate
+  when |mean| >> std. Ranks may hold different batch sizes, including zero.
+* backward: the input gradient of BatchNorm needs two per-channel means over the whole batch,
+  ``mean(dy)`` and ``mean(dy * xhat)``; each rank sums its shard (``batch_norm_backward_reduce``), one
+  ``Allreduce`` adds the sums, and ``batch_norm_backward_elemt`` finishes ``dx`` locally.
+
+``dweight``/``dbias`` are this rank's local sums, as in PyTorch: the gradient average of
+DistributedDataParallel then makes them, like every other gradient, ``1 / world_size`` times the
+gradient of the sum of the ranks' losses. The math is in docs/distributed.md.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import distributed
+from ..autograd.function import Context, Function
+from ..ops import normalization as F
+from ..tensor import Tensor
+from .module import Module
+from .normalization import _BatchNorm
+
+
+def _as_3d(x: Any) -> Any:
+    """(N, C, *) -> (N, C, S) without a copy; spelled out so that an empty batch reshapes too."""
+    return x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+
+
+class SyncBatchNormFunction(Function):
+    """BatchNorm in training mode whose statistics ``mean``/``rstd`` came from the global batch of
+    ``count`` values per channel: backward sums the two gradient reductions over ``comm``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, count: int, comm: Any) -> Any:
+        x3 = _as_3d(x)
+        ctx.save_for_backward(x3, mean, rstd, weight)
+        ctx.shape, ctx.count, ctx.comm = x.shape, count, comm
+        return ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        x3, mean, rstd, weight = ctx.saved_tensors
+        grad3 = grad.reshape(x3.shape)
+        sum_dy, sum_dy_xhat = ctx.xp.batch_norm_backward_reduce(grad3, x3, mean, rstd)
+        sums = np.concatenate([sum_dy, sum_dy_xhat]).astype(np.float64)  # both sums in one message
+        MPI = distributed.mpi()
+        ctx.comm.Allreduce(MPI.IN_PLACE, sums, op=MPI.SUM)
+        global_mean_dy, global_mean_dy_xhat = (sums / ctx.count).astype(x3.dtype).reshape(2, -1)
+        dx = ctx.xp.batch_norm_backward_elemt(grad3, x3, mean, rstd, weight, global_mean_dy, global_mean_dy_xhat)
+        return dx.reshape(ctx.shape), sum_dy_xhat, sum_dy
+
+
+def global_batch_stats(x: Tensor, comm: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-channel mean and biased variance (float64) of the batch formed by every rank's ``x``
+    (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
+    x3 = _as_3d(x.data)
+    channels, count = x3.shape[1], x3.shape[0] * x3.shape[2]
+    local = np.zeros(2 * channels + 1)  # [count, mean (C), M2 (C)]; an empty shard sends zeros
+    local[0] = count
+    if count:
+        mean, var = x._backend.batch_norm_stats(x3)
+        local[1:channels + 1], local[channels + 1:] = mean, var.astype(np.float64) * count
+    gathered = np.empty((comm.Get_size(), local.size))
+    comm.Allgather(local, gathered)
+    counts, means, m2s = gathered[:, :1], gathered[:, 1:channels + 1], gathered[:, channels + 1:]
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(channels), np.zeros(channels), 0
+    mean = (counts * means).sum(axis=0) / total
+    m2 = m2s.sum(axis=0) + (counts * (means - mean) ** 2).sum(axis=0)
+    return mean, np.maximum(m2 / total, 0.0), total
+
+
+def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None,
+                    bias: Tensor | None, momentum: float, eps: float, comm: Any) -> Tensor:
+    """BatchNorm in training mode with the statistics of the global batch spread over ``comm``.
+
+    Every rank must call it (an empty shard ``(0, C, *)`` too); running buffers, if given, are
+    updated with the global unbiased variance, identically on every rank.
+    """
+    mean, var, count = global_batch_stats(x, comm)
+    if count <= 1:  # every rank sees the same count, so every rank raises: no rank is left waiting
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
+            f"processes (this rank's input size {tuple(x.shape)})"
+        )
+    if running_mean is not None and running_var is not None:
+        F.update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
+    rstd = 1 / np.sqrt(var + eps)
+    return SyncBatchNormFunction.apply(x, weight, bias, mean.astype(x.dtype), rstd.astype(x.dtype), count, comm)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm over (N, C) or (N, C, *) whose training statistics are those of the global batch
+    split over the processes of ``process_group`` (an mpi4py communicator; None = the default of
+    :mod:`tinynorm.distributed`). Evaluation mode, a frozen layer and a world of one process behave
+    exactly as BatchNorm. Every rank must run every forward and backward, even with an empty shard.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group: Any = None, dtype: Any = None) -> None:
+        distributed.mpi()  # fail now, with the install hint, rather than at the first training step
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+        self.process_group = process_group
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim < 2:
+            raise ValueError(f"SyncBatchNorm: expected input of shape (N, C) or (N, C, *), got shape {tuple(x.shape)}")
+        self._check_channels(x)
+        use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
+        comm = distributed.communicator(self.process_group) if use_batch_stats else None
+        momentum = self._update_factor() if use_batch_stats and self.track_running_stats else 0.0
+        running_mean = self.running_mean if self.track_running_stats else None
+        running_var = self.running_var if self.track_running_stats else None
+        if comm is None or comm.Get_size() == 1:
+            return F.batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum,
+                                self.eps)
+        return sync_batch_norm(x, running_mean, running_var, self.weight, self.bias, momentum, self.eps, comm)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """Replace every BatchNorm1d/2d/3d in ``module`` (the root included) by a SyncBatchNorm that
+        shares its parameters and buffers (so an existing optimizer still holds the right tensors) and
+        keeps eps, momentum, frozen flag and train/eval mode. Returns the converted module."""
+        converted = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group)
+            for name in ("weight", "bias"):
+                setattr(converted, name, getattr(module, name))
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                converted.register_buffer(name, getattr(module, name))
+            converted.frozen = module.frozen
+            converted.train(module.training)
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
