@@ -131,10 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run the benchmarks in benchmarks/",
                                 description="Run benchmarks (all by default); each prints a table and writes JSON "
                                             "under benchmarks/out/.")
-    bench.add_argument("which", nargs="*", choices=BENCHMARKS, help=f"which benchmarks (default: all of {', '.join(BENCHMARKS)})")
+    bench.add_argument("which", nargs="*", type=_benchmark_name, help=f"which benchmarks (default: all of {', '.join(BENCHMARKS)})")
     bench.add_argument("--quick", action="store_true", help="a fast subset of shapes")
     bench.set_defaults(run=_bench_command)
     return parser
+
+
+def _benchmark_name(text: str) -> str:
+    if text not in BENCHMARKS:
+        raise argparse.ArgumentTypeError(f"unknown benchmark {text!r}; choose from {', '.join(BENCHMARKS)}")
+    return text
 
 
 def _positive_int(text: str) -> int:
