@@ -109,12 +109,11 @@ def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
         )
     if target_data.dtype.kind not in "iu":
         raise TypeError(f"{op}: target must hold integer class indices, got dtype {target_data.dtype}")
+    if input.ndim == 2:
+        return input, target_data, expected
     classes = input.shape[1]
-    if input.ndim > 2:
-        input = input.permute(0, *range(2, input.ndim), 1)
-    rows = input.reshape(-1, classes)
-    flat_target = target_data.reshape(-1)
-    return rows, flat_target, expected
+    rows = input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes)
+    return rows, target_data.reshape(-1), expected
 
 
 def _check_targets(target: Any, classes: int, ignore_index: int, op: str) -> None:
