@@ -24,6 +24,7 @@ no higher-order gradients, and every op stays plain array math that a reader can
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 from ..backends import get_backend
@@ -51,16 +52,29 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node of a leaf tensor that requires grad: adds the arriving gradient into ``leaf.grad``."""
+    """The node of a leaf tensor that requires grad: adds the arriving gradient into ``leaf.grad``.
 
-    __slots__ = ("variable",)
+    It refers to its leaf weakly. The leaf owns this node (``leaf._accumulator``), and a strong
+    reference back would make a cycle that only the garbage collector frees, keeping big leaves and
+    their gradients alive after the last user reference is gone. A dropped leaf's gradient has
+    nowhere to go, so it is simply skipped.
+    """
+
+    __slots__ = ("_leaf",)
 
     def __init__(self, leaf: Any) -> None:
         super().__init__()
-        self.variable = leaf
+        self._leaf = weakref.ref(leaf)
+
+    @property
+    def variable(self) -> Any:
+        """The leaf tensor, or None once it has been garbage-collected."""
+        return self._leaf()
 
     def accumulate(self, grad: Any) -> None:
-        leaf = self.variable
+        leaf = self._leaf()
+        if leaf is None:
+            return
         if grad.dtype != leaf.data.dtype:
             grad = grad.astype(leaf.data.dtype)
         if leaf.grad is None:

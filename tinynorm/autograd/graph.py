@@ -8,6 +8,8 @@ from .function import AccumulateGrad, Context, Node, _node_of
 def _label(node: Node) -> str:
     if isinstance(node, AccumulateGrad):
         leaf = node.variable
+        if leaf is None:
+            return "AccumulateGrad (leaf freed)"
         return f"AccumulateGrad (leaf {tuple(leaf.shape)} {leaf.dtype})"
     if isinstance(node, Context):
         freed = ", freed" if node.released else ""
