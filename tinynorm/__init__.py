@@ -4,7 +4,7 @@ A tensor type with reverse-mode autograd, PyTorch-style modules and optimizers, 
 layers (BatchNorm, LayerNorm, RMSNorm, GroupNorm, InstanceNorm) on fused Numba kernels.
 """
 from .tensor import Tensor, as_tensor, tensor  # noqa: I001  (Tensor first: everything builds on it)
-from . import autograd, data, models, nn, ops, optim
+from . import autograd, data, distributed, models, nn, ops, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange, empty, empty_like, full, full_like, ones, ones_like, rand, rand_like, randn, randn_like, zeros, zeros_like,

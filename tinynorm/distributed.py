@@ -170,9 +170,9 @@ class DistributedDataParallel(Module):
 
     Differences from PyTorch's DDP: PyTorch all-reduces each bucket from a backward hook as soon as
     its gradients are ready, overlapping communication with the rest of backward; here the gradient
-    average is one explicit call after backward, with no overlap. It is simpler to read and to debug,
-    and on small models the difference is a few percent. There is no ``no_sync()``: to accumulate
-    gradients over several backwards, call ``allreduce_gradients`` only before the step.
+    average is one explicit call after backward, so its communication time is not hidden behind the
+    backward computation; in exchange it is simple to read and to debug. There is no ``no_sync()``: to
+    accumulate gradients over several backwards, call ``allreduce_gradients`` only before the step.
     """
 
     def __init__(self, module: Module, comm: Any = None, bucket_size_mb: float = 25.0,

@@ -7,7 +7,7 @@ gradient of ~0 everywhere, and a wrong backward would pass unnoticed.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

@@ -116,21 +116,30 @@ class _BatchNorm(_NormBase):
         return self.momentum
 
     def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dims(x)
+        self._check_channels(x)
+        use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
+        if use_batch_stats:
+            self._check_values_per_channel(x)
+        momentum = self._update_factor() if use_batch_stats and self.track_running_stats else 0.0
+        running_mean, running_var = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
+        return self._normalize(x, running_mean, running_var, use_batch_stats, momentum)
+
+    def _check_values_per_channel(self, x: Tensor) -> None:
+        """Refuse a batch with one value per channel before it is counted (its variance is undefined)."""
+        F.check_values_per_channel(type(self).__name__, x)
+
+    def _check_input_dims(self, x: Tensor) -> None:
         if x.ndim not in self._expected_dims:
             raise ValueError(
                 f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._expected_dims)} input "
                 f"{self._layout}, got {x.ndim}D input of shape {tuple(x.shape)}"
             )
-        self._check_channels(x)
-        use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
-        if use_batch_stats:
-            F.check_values_per_channel(type(self).__name__, x)
-        momentum = 0.0
-        if use_batch_stats and self.track_running_stats:
-            momentum = self._update_factor()
-        return F.batch_norm(x, self.running_mean if self.track_running_stats else None,
-                            self.running_var if self.track_running_stats else None,
-                            self.weight, self.bias, use_batch_stats, momentum, self.eps)
+
+    def _normalize(self, x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                   use_batch_stats: bool, momentum: float) -> Tensor:
+        """Normalize ``x`` with batch or running statistics (SyncBatchNorm overrides this step)."""
+        return F.batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

@@ -18,34 +18,26 @@ gradient of the sum of the ranks' losses. The math is in docs/distributed.md.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import distributed
-from ..autograd.function import Context, Function
+from ..autograd.function import Context
 from ..ops import normalization as F
 from ..tensor import Tensor
 from .module import Module
 from .normalization import _BatchNorm
 
 
-def _as_3d(x: Any) -> Any:
-    """(N, C, *) -> (N, C, S) without a copy; spelled out so that an empty batch reshapes too."""
-    return x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
-
-
-class SyncBatchNormFunction(Function):
+class SyncBatchNormFunction(F.BatchNorm):
     """BatchNorm in training mode whose statistics ``mean``/``rstd`` came from the global batch of
     ``count`` values per channel: backward sums the two gradient reductions over ``comm``."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, count: int, comm: Any) -> Any:
-        x3 = _as_3d(x)
-        ctx.save_for_backward(x3, mean, rstd, weight)
-        ctx.shape, ctx.count, ctx.comm = x.shape, count, comm
-        return ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias).reshape(x.shape)
+        ctx.count, ctx.comm = count, comm
+        return F.BatchNorm.forward(ctx, x, weight, bias, mean, rstd, True)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
@@ -63,7 +55,7 @@ class SyncBatchNormFunction(Function):
 def global_batch_stats(x: Tensor, comm: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Per-channel mean and biased variance (float64) of the batch formed by every rank's ``x``
     (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
-    x3 = _as_3d(x.data)
+    x3 = F.as_3d(x.data)
     channels, count = x3.shape[1], x3.shape[0] * x3.shape[2]
     local = np.zeros(2 * channels + 1)  # [count, mean (C), M2 (C)]; an empty shard sends zeros
     local[0] = count
@@ -113,18 +105,20 @@ class SyncBatchNorm(_BatchNorm):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
         self.process_group = process_group
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _check_input_dims(self, x: Tensor) -> None:
         if x.ndim < 2:
             raise ValueError(f"SyncBatchNorm: expected input of shape (N, C) or (N, C, *), got shape {tuple(x.shape)}")
-        self._check_channels(x)
-        use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
+
+    def _check_values_per_channel(self, x: Tensor) -> None:
+        # One shard may hold a single value, or none: sync_batch_norm checks the merged count instead.
+        if distributed.communicator(self.process_group).Get_size() == 1:
+            super()._check_values_per_channel(x)
+
+    def _normalize(self, x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                   use_batch_stats: bool, momentum: float) -> Tensor:
         comm = distributed.communicator(self.process_group) if use_batch_stats else None
-        momentum = self._update_factor() if use_batch_stats and self.track_running_stats else 0.0
-        running_mean = self.running_mean if self.track_running_stats else None
-        running_var = self.running_var if self.track_running_stats else None
         if comm is None or comm.Get_size() == 1:
-            return F.batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum,
-                                self.eps)
+            return super()._normalize(x, running_mean, running_var, use_batch_stats, momentum)
         return sync_batch_norm(x, running_mean, running_var, self.weight, self.bias, momentum, self.eps, comm)
 
     @classmethod

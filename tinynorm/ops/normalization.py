@@ -16,6 +16,11 @@ from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
 
+def as_3d(x: Any) -> Any:
+    """(N, C, *spatial) as (N, C, S) without a copy; S spelled out so that an empty batch works too."""
+    return x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+
+
 def _flat(param: Any) -> Any:
     return None if param is None else param.reshape(-1)
 
@@ -57,7 +62,7 @@ class RMSNorm(Function):
 class GroupNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> Any:
-        x3 = x.reshape(x.shape[0], x.shape[1], -1)
+        x3 = as_3d(x)
         y, mean, rstd = ctx.xp.group_norm_forward(x3, num_groups, weight, bias, eps)
         ctx.save_for_backward(x3, mean, rstd, weight)
         ctx.shape, ctx.num_groups = x.shape, num_groups
@@ -80,7 +85,7 @@ class BatchNorm(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool) -> Any:
-        x3 = x.reshape(x.shape[0], x.shape[1], -1)
+        x3 = as_3d(x)
         y = ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias)
         ctx.save_for_backward(x3, mean, rstd, weight)
         ctx.shape, ctx.training = x.shape, training
@@ -143,7 +148,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if training:
         check_values_per_channel("batch_norm", x)
         count = x.numel() // x.shape[1]
-        mean, var = xp.batch_norm_stats(x.data.reshape(x.shape[0], x.shape[1], -1))
+        mean, var = xp.batch_norm_stats(as_3d(x.data))
         if running_mean is not None and running_var is not None:
             update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
     else:

@@ -4,7 +4,7 @@
 a row sum) while keeping NaN/Inf semantics: the ``nnan``/``ninf`` flags of ``fastmath=True`` would let
 LLVM assume no NaN ever appears, which silently breaks NaN propagation and ``isnan`` checks.
 """
-FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
+FASTMATH = {"reassoc", "contract", "arcp", "nsz"}  # a set: numba rejects other collections
 
 # Below this many elements a kernel runs its serial version: starting a parallel region costs more
 # than the work itself.

@@ -94,14 +94,24 @@ def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
         _stats_rows(x, chunks, part_mean, part_m2, start, stop)
 
 
+@njit(cache=True, fastmath=FASTMATH_FLAGS)
+def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
+    """Merge the chunks' partial statistics in chunk order into each channel's mean and variance."""
+    chunks = part_mean.shape[0]
+    for c in range(mean.size):
+        total_mean, total_m2, count = 0.0, 0.0, 0.0
+        for chunk in range(chunks):
+            first, last = chunk_bounds(chunk, chunks, batch)
+            chunk_count = float((last - first) * spatial)
+            total_mean, total_m2 = _merge(total_mean, total_m2, count, part_mean[chunk, c], part_m2[chunk, c],
+                                          chunk_count)
+            count += chunk_count
+        mean[c] = total_mean
+        var[c] = max(total_m2 / count, 0.0)
+
+
 def _check_x(x: object) -> np.ndarray:
     return check_input("x", x, 3, "(N, C, S)")
-
-
-def _chunk_counts(batch: int, chunks: int, spatial: int) -> np.ndarray:
-    """How many values of one channel each chunk of samples holds."""
-    bounds = np.arange(chunks + 1) * batch // chunks
-    return np.diff(bounds) * spatial
 
 
 def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,13 +139,9 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _stats_planes_parallel(x, chunks, part_mean, part_m2, num_chunks(chunks * channels))
     else:
         _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
-    # Merge the chunks (the parallel-axis formula): M2 = sum(M2_k) + sum(n_k (mean_k - mean)²).
-    counts = _chunk_counts(batch, chunks, spatial)[:, None]
-    chunk_mean = part_mean[:, :channels]
-    mean = (counts * chunk_mean).sum(axis=0) / (batch * spatial)
-    m2 = part_m2[:, :channels].sum(axis=0) + (counts * (chunk_mean - mean) ** 2).sum(axis=0)
-    var = np.maximum(m2 / (batch * spatial), 0.0)
-    return mean.astype(x.dtype), var.astype(x.dtype)
+    mean, var = np.empty(channels, x.dtype), np.empty(channels, x.dtype)
+    _combine_chunks(part_mean, part_m2, batch, spatial, mean, var)
+    return mean, var
 
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)
@@ -175,15 +181,11 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
     shift = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     y = output(out, x.shape, x.dtype)
-    _scale_shift(x, mean, scale, shift, y)
-    return y
-
-
-def _scale_shift(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, shift: np.ndarray, y: np.ndarray) -> None:
     if use_parallel(x.size):
         _scale_shift_parallel(x, mean, scale, shift, y, num_chunks(x.shape[0]))
     elif x.size:
         _scale_shift_rows(x, mean, scale, shift, y, 0, x.shape[0])
+    return y
 
 
 @njit(cache=True, fastmath=FASTMATH_FLAGS)

@@ -9,7 +9,7 @@ was as fast as one big GEMM over ``(N*OH*OW, C*kh*kw)`` columns at 28x28 and ~4x
 against 16 ms), and its product is already NCHW, where the other layout needs a transposed copy of the
 output in forward and of ``dy`` in backward.
 
-The helpers ``_pair``, ``_check_input`` and ``conv2d_output_size`` are shared with ``pool.py``.
+The helpers ``_window_geometry``, ``_check_input`` and ``_check_shape`` are shared with ``pool.py``.
 """
 import operator
 
@@ -50,20 +50,28 @@ def _check_input(x: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
+def _window_geometry(
+    h: int, w: int, kernel_size: IntPair, stride: IntPair, padding: IntPair
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Validate a sliding window over an ``h x w`` input; return kernel, stride, padding and output size pairs."""
+    kernel = _pair(kernel_size, "kernel_size", 1)
+    strides = _pair(stride, "stride", 1)
+    pads = _pair(padding, "padding", 0)
+    padded_h, padded_w = h + 2 * pads[0], w + 2 * pads[1]
+    if kernel[0] > padded_h or kernel[1] > padded_w:
+        raise ValueError(
+            f"kernel_size {kernel} is larger than the padded input ({padded_h}, {padded_w}) "
+            f"(input ({h}, {w}), padding {pads})"
+        )
+    out_size = ((padded_h - kernel[0]) // strides[0] + 1, (padded_w - kernel[1]) // strides[1] + 1)
+    return kernel, strides, pads, out_size
+
+
 def conv2d_output_size(
     h: int, w: int, kernel_size: IntPair, stride: IntPair, padding: IntPair
 ) -> tuple[int, int]:
     """Output height and width of a convolution or pooling window sliding over an ``h x w`` input."""
-    kh, kw = _pair(kernel_size, "kernel_size", 1)
-    sh, sw = _pair(stride, "stride", 1)
-    ph, pw = _pair(padding, "padding", 0)
-    padded_h, padded_w = h + 2 * ph, w + 2 * pw
-    if kh > padded_h or kw > padded_w:
-        raise ValueError(
-            f"kernel_size ({kh}, {kw}) is larger than the padded input ({padded_h}, {padded_w}) "
-            f"(input ({h}, {w}), padding ({ph}, {pw}))"
-        )
-    return (padded_h - kh) // sh + 1, (padded_w - kw) // sw + 1
+    return _window_geometry(h, w, kernel_size, stride, padding)[3]
 
 
 @njit(cache=True)
@@ -149,31 +157,30 @@ def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: In
     ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``, shape ``(O, OH*OW)``.
     """
     x = _check_input(x, "x")
-    kh, kw = _pair(kernel_size, "kernel_size", 1)
-    sh, sw = _pair(stride, "stride", 1)
-    ph, pw = _pair(padding, "padding", 0)
     n, c, h, w = x.shape
-    out_h, out_w = conv2d_output_size(h, w, (kh, kw), (sh, sw), (ph, pw))
+    (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
     cols = np.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
     _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, cols.size >= PARALLEL_THRESHOLD)
     return cols
 
 
 def _check_cols(
-    cols: np.ndarray, input_shape: tuple[int, int, int, int], kernel_size: IntPair, stride: IntPair, padding: IntPair
+    cols: np.ndarray, input_shape: tuple[int, int, int, int], kernel: tuple[int, int], out_size: tuple[int, int]
 ) -> np.ndarray:
     """Check that ``cols`` is what :func:`im2col` returns for ``input_shape``; return it C-contiguous."""
     if not isinstance(cols, np.ndarray) or cols.dtype not in _FLOAT_DTYPES:
         raise TypeError(f"cols must be a float32 or float64 numpy array, got {getattr(cols, 'dtype', type(cols))}")
-    if len(input_shape) != 4:
-        raise ValueError(f"input_shape must be (N, C, H, W), got {input_shape}")
-    n, c, h, w = input_shape
-    kh, kw = _pair(kernel_size, "kernel_size", 1)
-    out_h, out_w = conv2d_output_size(h, w, (kh, kw), stride, padding)
-    expected = (n, c * kh * kw, out_h * out_w)
+    expected = (input_shape[0], input_shape[1] * kernel[0] * kernel[1], out_size[0] * out_size[1])
     if cols.shape != expected:
         raise ValueError(f"cols must have shape {expected} for input shape {tuple(input_shape)}, got {cols.shape}")
     return np.ascontiguousarray(cols)
+
+
+def _check_shape(shape: tuple[int, ...], name: str) -> tuple[int, int, int, int]:
+    """Check that ``shape`` names an NCHW shape and return it as a tuple."""
+    if len(shape) != 4:
+        raise ValueError(f"{name} must be (N, C, H, W), got {shape}")
+    return tuple(shape)
 
 
 def col2im(
@@ -188,13 +195,12 @@ def col2im(
     ``cols`` has shape ``(N, C*kh*kw, OH*OW)``; returns ``dx`` of ``input_shape`` (N, C, H, W), where
     positions covered by several windows receive the sum of their contributions (the input gradient).
     """
-    cols = _check_cols(cols, input_shape, kernel_size, stride, padding)
-    kh, kw = _pair(kernel_size, "kernel_size", 1)
-    sh, sw = _pair(stride, "stride", 1)
-    ph, pw = _pair(padding, "padding", 0)
-    out_w = conv2d_output_size(input_shape[2], input_shape[3], (kh, kw), (sh, sw), (ph, pw))[1]
-    dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
-    _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, cols.size >= PARALLEL_THRESHOLD)
+    input_shape = _check_shape(input_shape, "input_shape")
+    geometry = _window_geometry(input_shape[2], input_shape[3], kernel_size, stride, padding)
+    (kh, kw), (sh, sw), (ph, pw), out_size = geometry
+    cols = _check_cols(cols, input_shape, (kh, kw), out_size)
+    dx = np.zeros(input_shape, dtype=cols.dtype)
+    _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], cols.size >= PARALLEL_THRESHOLD)
     return dx
 
 
@@ -226,14 +232,15 @@ def conv2d_forward(
     x = _check_input(x, "x")
     weight = _check_weight(weight, x.shape[1], x.dtype)
     out_channels, _, kh, kw = weight.shape
-    cols = im2col(x, (kh, kw), stride, padding)
-    out_h, out_w = conv2d_output_size(x.shape[2], x.shape[3], (kh, kw), stride, padding)
-    y = np.matmul(weight.reshape(out_channels, -1), cols)  # (N, O, OH*OW): N GEMMs through BLAS
     if bias is not None:
         if not isinstance(bias, np.ndarray) or bias.shape != (out_channels,):
             raise ValueError(f"bias must be an array of shape ({out_channels},), got {getattr(bias, 'shape', bias)}")
         if bias.dtype != x.dtype:
             raise TypeError(f"bias dtype {bias.dtype} does not match the input dtype {x.dtype}")
+    cols = im2col(x, (kh, kw), stride, padding)
+    out_h, out_w = conv2d_output_size(x.shape[2], x.shape[3], (kh, kw), stride, padding)
+    y = np.matmul(weight.reshape(out_channels, -1), cols)  # (N, O, OH*OW): one GEMM per sample, in BLAS
+    if bias is not None:
         y += bias[:, None]
     return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
 
@@ -252,15 +259,15 @@ def conv2d_backward(
     Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, and the caller
     drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
     """
-    if len(x_shape) != 4:
-        raise ValueError(f"x_shape must be (N, C, H, W), got {x_shape}")
+    x_shape = _check_shape(x_shape, "x_shape")
     dy = _check_input(dy, "dy")
     weight = _check_weight(weight, x_shape[1], dy.dtype)
     out_channels, _, kh, kw = weight.shape
-    cols = _check_cols(cols, x_shape, (kh, kw), stride, padding)
+    out_size = conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding)
+    cols = _check_cols(cols, x_shape, (kh, kw), out_size)
     if cols.dtype != dy.dtype:
         raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
-    expected = (x_shape[0], out_channels, *conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding))
+    expected = (x_shape[0], out_channels, *out_size)
     if dy.shape != expected:
         raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
     dy_rows = dy.reshape(dy.shape[0], out_channels, -1)  # (N, O, OH*OW)

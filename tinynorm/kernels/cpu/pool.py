@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH, PARALLEL_THRESHOLD
-from .conv import IntPair, _check_input, _pair, conv2d_output_size
+from .conv import IntPair, _check_input, _check_shape, _window_geometry
 
 # Numba's ``fastmath`` option accepts a set, not the frozenset kept in _config.
 _FASTMATH = set(FASTMATH)
@@ -19,13 +19,12 @@ def _pool_geometry(
     x_shape: tuple[int, ...], kernel_size: IntPair, stride: IntPair | None, padding: IntPair
 ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
     """Validate pooling arguments like PyTorch; return kernel, stride, padding and output size pairs."""
-    kernel = _pair(kernel_size, "kernel_size", 1)
-    strides = kernel if stride is None else _pair(stride, "stride", 1)
-    pads = _pair(padding, "padding", 0)
+    stride = kernel_size if stride is None else stride
+    geometry = _window_geometry(x_shape[2], x_shape[3], kernel_size, stride, padding)
+    kernel, _, pads, _ = geometry
     if pads[0] > kernel[0] // 2 or pads[1] > kernel[1] // 2:
         raise ValueError(f"padding must be at most half of kernel_size {kernel}, got padding {pads}")
-    out_size = conv2d_output_size(x_shape[2], x_shape[3], kernel, strides, pads)
-    return kernel, strides, pads, out_size
+    return geometry
 
 
 def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
@@ -34,12 +33,6 @@ def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
     if dy.shape != expected:
         raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
     return dy
-
-
-def _check_x_shape(x_shape: tuple[int, ...]) -> tuple[int, int, int, int]:
-    if len(x_shape) != 4:
-        raise ValueError(f"x_shape must be (N, C, H, W), got {x_shape}")
-    return tuple(x_shape)
 
 
 @njit(cache=True, fastmath=_FASTMATH)
@@ -171,7 +164,7 @@ def max_pool2d_forward(
 
 def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, int, int, int]) -> np.ndarray:
     """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input."""
-    x_shape = _check_x_shape(x_shape)
+    x_shape = _check_shape(x_shape, "x_shape")
     if not isinstance(argmax, np.ndarray) or argmax.ndim != 4 or argmax.shape[:2] != x_shape[:2]:
         raise ValueError(f"argmax must be an (N, C, OH, OW) array matching x_shape {x_shape}")
     dy = _check_grad(dy, argmax.shape)
@@ -207,7 +200,7 @@ def avg_pool2d_backward(
     padding: IntPair = 0,
 ) -> np.ndarray:
     """Gradient of :func:`avg_pool2d_forward`: each ``dy`` element spreads ``dy / (kh*kw)`` over its window."""
-    x_shape = _check_x_shape(x_shape)
+    x_shape = _check_shape(x_shape, "x_shape")
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x_shape, kernel_size, stride, padding)
     dy = _check_grad(dy, x_shape[:2] + out_size)
     dx = np.zeros(x_shape, dtype=dy.dtype)
