@@ -24,7 +24,7 @@ class Conv2d(Module):
     weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels * kh * kw."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair, stride: IntPair = 1,
-                 padding: IntPair = 0, bias: bool = True, dtype: object = None) -> None:
+                 padding: IntPair = 0, bias: bool = True, *, dtype: object = None) -> None:
         super().__init__()
         for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
             if not isinstance(value, int) or value <= 0:

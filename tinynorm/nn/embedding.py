@@ -11,7 +11,7 @@ from .module import Module, Parameter
 class Embedding(Module):
     """Row ``i`` of ``weight`` (num_embeddings, embedding_dim) for each id ``i``; N(0, 1) init as PyTorch."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: object = None) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, dtype: object = None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dtype))

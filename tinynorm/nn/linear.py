@@ -17,7 +17,7 @@ class Linear(Module):
     a=sqrt(5), exactly what PyTorch does).
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: object = None) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: object = None) -> None:
         super().__init__()
         for name, value in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(value, int) or value <= 0:

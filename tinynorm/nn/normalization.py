@@ -85,7 +85,7 @@ class _BatchNorm(_NormBase):
     _layout = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, *, dtype: Any = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def freeze(self) -> "_BatchNorm":
@@ -167,7 +167,7 @@ class _InstanceNorm(_NormBase):
     _spatial_dims = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, dtype: Any = None) -> None:
+                 track_running_stats: bool = False, *, dtype: Any = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -208,7 +208,7 @@ class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims of each sample (Transformers' norm)."""
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, dtype: Any = None) -> None:
+                 bias: bool = True, *, dtype: Any = None) -> None:
         super().__init__()
         self.normalized_shape = _normalized_shape("LayerNorm", normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -238,7 +238,7 @@ class RMSNorm(Module):
     """
 
     def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True,
-                 dtype: Any = None) -> None:
+                 *, dtype: Any = None) -> None:
         super().__init__()
         self.normalized_shape = _normalized_shape("RMSNorm", normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -262,7 +262,7 @@ class GroupNorm(Module):
     and spatial dims. Independent of the batch size (Wu & He 2018)."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 dtype: Any = None) -> None:
+                 *, dtype: Any = None) -> None:
         super().__init__()
         if not isinstance(num_groups, int) or num_groups <= 0:
             raise ValueError(f"GroupNorm: num_groups must be a positive int, got {num_groups!r}")

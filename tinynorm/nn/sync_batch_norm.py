@@ -100,9 +100,9 @@ class SyncBatchNorm(_BatchNorm):
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, process_group: Any = None, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, process_group: Any = None, *, dtype: Any = None) -> None:
         distributed.mpi()  # fail now, with the install hint, rather than at the first training step
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
         self.process_group = process_group
 
     def _check_input_dims(self, x: Tensor) -> None:
