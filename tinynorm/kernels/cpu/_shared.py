@@ -13,9 +13,6 @@ from numba import njit
 
 from ._config import FASTMATH, PARALLEL_THRESHOLD
 
-# Numba accepts a set (not the frozenset of ``_config``) for ``fastmath``.
-FASTMATH_FLAGS = set(FASTMATH)
-
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 # Per-thread partial sums are padded to whole 64-byte cache lines so that two threads never write to
@@ -98,13 +95,13 @@ def partials(chunks: int, width: int, dtype: np.dtype) -> np.ndarray:
 
 
 # One explicit signature: a ``prange`` index is unsigned, and the bounds must stay int64 whoever calls.
-@njit("UniTuple(int64, 2)(int64, int64, int64)", cache=True, fastmath=FASTMATH_FLAGS)
+@njit("UniTuple(int64, 2)(int64, int64, int64)", cache=True, fastmath=FASTMATH)
 def chunk_bounds(chunk, chunks, units):
     """The ``[start, stop)`` range of ``units`` that belongs to ``chunk`` out of ``chunks``."""
     return chunk * units // chunks, (chunk + 1) * units // chunks
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def mean_var(v):
     """Mean and biased variance of the 1-D array ``v``, accurate even when |mean| >> std.
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, mean_var,
-                      num_chunks, output, param_or_fill, partials, use_parallel)
+from ._config import FASTMATH
+from ._shared import (check_input, check_like, chunk_bounds, mean_var, num_chunks, output,
+                      param_or_fill, partials, use_parallel)
 
 # Rows per tile in the S == 1 statistics: a (TILE_ROWS, C) tile stays in cache for its two passes.
 TILE_ROWS = 64
@@ -27,7 +28,7 @@ TILE_ROWS = 64
 
 # Merges always run in float64: over thousands of tiles float32 rounding would add up in the mean.
 @njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", cache=True,
-      fastmath=FASTMATH_FLAGS)
+      fastmath=FASTMATH)
 def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     """Chan et al.: (mean, sum of squared deviations) of two sets from those of each set."""
     total = count_a + count_b
@@ -35,7 +36,7 @@ def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     return mean_a + delta * (count_b / total), m2_a + m2_b + delta * delta * (count_a * count_b / total)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
     """S > 1: unit (chunk, c) merges the statistics of planes ``x[n, c]``, n in the chunk's samples."""
     batch, channels, spatial = x.shape
@@ -52,7 +53,7 @@ def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
         part_m2[chunk, c] = m2
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows merges, per channel, the statistics of its tiles."""
     rows, channels = x.shape
@@ -79,7 +80,7 @@ def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
                 mean[c], m2[c] = _merge(mean[c], m2[c], count, tile_mean[c], tile_m2[c], tile_count)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -87,14 +88,14 @@ def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
         _stats_planes(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
         _stats_rows(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
     """Merge the chunks' partial statistics in chunk order into each channel's mean and variance."""
     chunks = part_mean.shape[0]
@@ -144,7 +145,7 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, var
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
     """``y[n, c, k] = (x[n, c, k] - mean[c]) * scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -159,7 +160,7 @@ def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
                     y[n, c, k] = (x[n, c, k] - m) * a + b
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _scale_shift_parallel(x, mean, scale, shift, y, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -188,7 +189,7 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     return y
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S > 1: unit (chunk, c) sums ``dy`` and ``dy * (x - mean)`` over the chunk's planes ``[n, c]``."""
     batch, channels, spatial = x.shape
@@ -206,7 +207,7 @@ def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
         part_dy_xmu[chunk, c] = sum_dy_xmu
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows sums ``dy`` and ``dy * (x - mean)`` per channel."""
     rows, channels = x.shape
@@ -219,7 +220,7 @@ def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
                 sum_dy_xmu[c] += dy[n, c] * (x[n, c] - mean[c])
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -227,7 +228,7 @@ def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
         _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _reduce_rows_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
@@ -269,7 +270,7 @@ def batch_norm_backward_reduce(dy: np.ndarray, x: np.ndarray, mean: np.ndarray,
     return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
     """``dx = dy * dy_scale[c] + (x - mean[c]) * x_scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -284,7 +285,7 @@ def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
                     dx[n, c, k] = dy[n, c, k] * a + (x[n, c, k] - m) * b + d
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])

@@ -20,8 +20,6 @@ from ._config import FASTMATH, PARALLEL_THRESHOLD
 
 IntPair = int | tuple[int, int]
 
-# Numba's ``fastmath`` option accepts a set, not the frozenset kept in _config.
-_FASTMATH = set(FASTMATH)
 _FLOAT_DTYPES = (np.float32, np.float64)
 
 
@@ -84,7 +82,7 @@ def _valid_range(pad, offset, stride, size, out_count):
     return first, max(stop, first)
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _im2col_plane(x, cols, kh, kw, sh, sw, ph, pw, out_w):
     """Unroll one (H, W) plane into its ``kh*kw`` rows of ``cols`` (shape ``(kh*kw, OH*OW)``)."""
     h, w = x.shape
@@ -106,7 +104,7 @@ def _im2col_plane(x, cols, kh, kw, sh, sw, ph, pw, out_w):
                 out[ow_stop:] = 0
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _col2im_plane(cols, dx, kh, kw, sh, sw, ph, pw, out_w):
     """Add the ``kh*kw`` rows of ``cols`` back into one (H, W) plane ``dx`` (adjoint of im2col)."""
     h, w = dx.shape
@@ -123,7 +121,7 @@ def _col2im_plane(cols, dx, kh, kw, sh, sw, ph, pw, out_w):
                     out[ow * sw - pw + j] += src[ow]
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, parallel):
     n_channels, rows = x.shape[1], kh * kw
     if parallel:
@@ -136,7 +134,7 @@ def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, parallel):
             _im2col_plane(x[n, c], cols[n, c * rows:(c + 1) * rows], kh, kw, sh, sw, ph, pw, out_w)
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, parallel):
     # One thread owns each (n, c) plane of dx, so no two threads ever add into the same element.
     n_channels, rows = dx.shape[1], kh * kw

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, mean_var,
-                      num_chunks, output, param_or_fill, use_parallel)
+from ._config import FASTMATH
+from ._shared import (check_eps, check_input, check_like, chunk_bounds, mean_var, num_chunks, output,
+                      param_or_fill, use_parallel)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop):
     """(sample, group) units [start, stop), unit = n * num_groups + g."""
     batch, channels, spatial = x.shape
@@ -31,7 +32,7 @@ def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop
         rstd[n, g] = s
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, chunks):
     units = x.shape[0] * num_groups
     for chunk in prange(chunks):
@@ -70,7 +71,7 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
     return y, mean, rstd
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, start, stop):
     """(sample, group) units [start, stop); each writes its channels' sums into row n of the parts."""
     batch, channels, spatial = x.shape
@@ -100,7 +101,7 @@ def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, d
                 dx[n, c, k] = s * (dy[n, c, k] * weight[c] - mean_g - xhat * mean_g_xhat)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _backward_parallel(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, chunks):
     units = x.shape[0] * num_groups
     for chunk in prange(chunks):

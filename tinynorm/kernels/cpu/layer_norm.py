@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, mean_var,
-                      num_chunks, output, param_or_fill, partials, use_parallel)
+from ._config import FASTMATH
+from ._shared import (check_eps, check_input, check_like, chunk_bounds, mean_var, num_chunks, output,
+                      param_or_fill, partials, use_parallel)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
     """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
     for r in range(start, stop):
@@ -25,7 +26,7 @@ def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
         rstd[r] = s
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _forward_parallel(x, weight, bias, eps, y, mean, rstd, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -55,7 +56,7 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
     return y, mean, rstd
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _backward_rows(dy, x, mean, rstd, weight, dx, dweight, dbias, start, stop):
     """Rows [start, stop); their dweight/dbias contributions are added to this chunk's partial rows."""
     n = x.dtype.type(x.shape[1])
@@ -76,7 +77,7 @@ def _backward_rows(dy, x, mean, rstd, weight, dx, dweight, dbias, start, stop):
             dbias[j] += grad[j]
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _backward_parallel(dy, x, mean, rstd, weight, dx, dweight_parts, dbias_parts):
     chunks = dweight_parts.shape[0]
     for chunk in prange(chunks):

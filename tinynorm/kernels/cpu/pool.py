@@ -11,8 +11,6 @@ from numba import njit, prange
 from ._config import FASTMATH, PARALLEL_THRESHOLD
 from .conv import IntPair, _check_input, _check_shape, _window_geometry
 
-# Numba's ``fastmath`` option accepts a set, not the frozenset kept in _config.
-_FASTMATH = set(FASTMATH)
 
 
 def _pool_geometry(
@@ -35,7 +33,7 @@ def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
     return dy
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
     h, w = x.shape
     out_h, out_w = y.shape
@@ -54,7 +52,7 @@ def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
             argmax[oh, ow] = best_index
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _max_pool_backward_plane(dy, argmax, dx):
     dx_flat = dx.reshape(-1)
     for oh in range(dy.shape[0]):
@@ -62,7 +60,7 @@ def _max_pool_backward_plane(dy, argmax, dx):
             dx_flat[argmax[oh, ow]] += dy[oh, ow]
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _avg_pool_plane(x, y, kh, kw, sh, sw, ph, pw):
     # count_include_pad=True: the divisor is always kh*kw, padded zeros included.
     h, w = x.shape
@@ -79,7 +77,7 @@ def _avg_pool_plane(x, y, kh, kw, sh, sw, ph, pw):
             y[oh, ow] = total * scale
 
 
-@njit(cache=True, fastmath=_FASTMATH)
+@njit(cache=True, fastmath=FASTMATH)
 def _avg_pool_backward_plane(dy, dx, kh, kw, sh, sw, ph, pw):
     h, w = dx.shape
     out_h, out_w = dy.shape
@@ -94,7 +92,7 @@ def _avg_pool_backward_plane(dy, dx, kh, kw, sh, sw, ph, pw):
                     dx[ih, iw] += share
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
     n_channels = x.shape[1]
     if parallel:
@@ -107,7 +105,7 @@ def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
             _max_pool_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _max_pool_backward_kernel(dy, argmax, dx, parallel):
     n_channels = dx.shape[1]
     if parallel:
@@ -120,7 +118,7 @@ def _max_pool_backward_kernel(dy, argmax, dx, parallel):
             _max_pool_backward_plane(dy[n, c], argmax[n, c], dx[n, c])
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, parallel):
     n_channels = x.shape[1]
     if parallel:
@@ -133,7 +131,7 @@ def _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, parallel):
             _avg_pool_plane(x[n, c], y[n, c], kh, kw, sh, sw, ph, pw)
 
 
-@njit(cache=True, fastmath=_FASTMATH, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, parallel):
     n_channels = dx.shape[1]
     if parallel:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._shared import (FASTMATH_FLAGS, check_eps, check_input, check_like, chunk_bounds, num_chunks, output,
+from ._config import FASTMATH
+from ._shared import (check_eps, check_input, check_like, chunk_bounds, num_chunks, output,
                       param_or_fill, partials, use_parallel)
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _forward_rows(x, weight, eps, y, rstd, start, stop):
     """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
     n = x.dtype.type(x.shape[1])
@@ -26,7 +27,7 @@ def _forward_rows(x, weight, eps, y, rstd, start, stop):
         rstd[r] = s
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _forward_parallel(x, weight, eps, y, rstd, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -53,7 +54,7 @@ def rms_norm_forward(x: np.ndarray, weight: np.ndarray | None, eps: float,
     return y, rstd
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS)
+@njit(cache=True, fastmath=FASTMATH)
 def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
     """Rows [start, stop); their dweight contributions are added to this chunk's partial row."""
     n = x.dtype.type(x.shape[1])
@@ -70,7 +71,7 @@ def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
             dweight[j] += grad[j] * xhat
 
 
-@njit(cache=True, fastmath=FASTMATH_FLAGS, parallel=True)
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _backward_parallel(dy, x, rstd, weight, dx, dweight_parts):
     chunks = dweight_parts.shape[0]
     for chunk in prange(chunks):
