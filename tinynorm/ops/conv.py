@@ -76,13 +76,13 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntPai
 def max_pool2d(x: Tensor, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> Tensor:
     """Max over windows (stride defaults to ``kernel_size``); the first maximum gets the gradient."""
     _check_4d("max_pool2d", x)
-    return MaxPool2d.apply(x, kernel_size, stride or kernel_size, padding)
+    return MaxPool2d.apply(x, kernel_size, stride, padding)
 
 
 def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> Tensor:
     """Mean over windows, padded zeros counted (PyTorch's ``count_include_pad=True``)."""
     _check_4d("avg_pool2d", x)
-    return AvgPool2d.apply(x, kernel_size, stride or kernel_size, padding)
+    return AvgPool2d.apply(x, kernel_size, stride, padding)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: IntPair) -> Tensor:
