@@ -16,7 +16,6 @@ Run: ``python benchmarks/bench_engine.py [--threads N] [--clock wall|cpu] [--rep
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any, Callable
 
 import numba
@@ -25,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 import tinynorm
 import tinynorm.nn.functional as F
-from common import print_table, write_json
+from common import CLOCKS, alternating_medians, print_table, write_json
 from tinynorm import nn
 from tinynorm.optim import SGD
 
@@ -83,30 +82,6 @@ def op_chain(lib: Any, make_leaf: Callable[[np.ndarray], Any]) -> Callable[[], N
     return run
 
 
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def alternating_medians(fns: list[Callable[[], None]], repeat: int, clock: Callable[[], float]) -> list[float]:
-    """Median seconds per call of each function, timed in turns so that background load hits all alike.
-
-    Each sample is a block of calls lasting about 20 ms. common.median_time does the same for one
-    function at a time, on the wall clock only.
-    """
-    calls = []
-    for fn in fns:
-        start = time.perf_counter()
-        fn()  # warm-up, and the size of a block
-        calls.append(max(1, int(0.02 / max(time.perf_counter() - start, 1e-7))))
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, number, times in zip(fns, calls, samples):
-            start = clock()
-            for _ in range(number):
-                fn()
-            times.append((clock() - start) / number)
-    return [float(np.median(times)) for times in samples]
-
-
 def measure(repeat: int, clock: Callable[[], float]) -> list[dict]:
     rng = np.random.default_rng(0)
     cases = {
@@ -125,7 +100,7 @@ def measure(repeat: int, clock: Callable[[], float]) -> list[dict]:
     divisors = {"step": 1, "chain": CHAIN + 1}  # + 1: the final sum
     rows = []
     for key, fns in cases.items():
-        seconds = alternating_medians(fns, repeat, clock)
+        seconds = alternating_medians(fns, repeat, clock=clock)
         row = {"case": names[key], "tinynorm_us": seconds[0] * 1e6 / divisors[key]}
         if len(seconds) > 1:
             row["torch_us"] = seconds[1] * 1e6 / divisors[key]
@@ -142,7 +117,10 @@ def main() -> None:
                         help="threads for Numba, PyTorch and numpy's BLAS alike")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="'cpu' counts this process's CPU time: steadier on a busy machine, needs --threads 1")
+    parser.add_argument("--quick", action="store_true", help="fewer timing samples (5), for the demo")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat = 5
     if args.clock == "cpu" and args.threads != 1:
         parser.error("--clock cpu needs --threads 1 (idle worker threads spinning would count as work)")
     numba.set_num_threads(args.threads)

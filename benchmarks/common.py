@@ -32,12 +32,17 @@ def _calls_per_sample(fn: Callable[[], object], min_time: float) -> int:
     return max(1, int(min_time / once))
 
 
-def _sample(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call of ``fn`` over ``number`` back-to-back calls."""
-    start = time.perf_counter()
+# "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
+# one thread: with more, it adds up the time of all threads.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _sample(fn: Callable[[], object], number: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call of ``fn`` over ``number`` back-to-back calls, on ``clock``."""
+    start = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return (clock() - start) / number
 
 
 def median_time(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.02) -> float:
@@ -50,8 +55,8 @@ def median_time(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.0
     return float(np.median([_sample(fn, number) for _ in range(repeat)]))
 
 
-def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7,
-                        min_time: float = 0.02) -> list[float]:
+def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7, min_time: float = 0.02,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
     """Like :func:`median_time` for each of ``fns``, taking their samples in turns.
 
     On a shared machine, load from other processes then hits every contender alike, so their
@@ -61,7 +66,7 @@ def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7,
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for fn, number, times in zip(fns, numbers, samples):
-            times.append(_sample(fn, number))
+            times.append(_sample(fn, number, clock))
     return [float(np.median(times)) for times in samples]
 
 

@@ -88,12 +88,13 @@ def _run_benchmark(name: str, extra: list[str]) -> None:
     script = BENCHMARK_DIR / f"bench_{name}.py"
     if not script.exists():
         raise SystemExit(f"tinynorm bench: {script} not found; the benchmarks ship with the source checkout")
-    saved = sys.argv
+    saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script)] + extra
+    sys.path.insert(0, str(BENCHMARK_DIR))  # the scripts import their shared helpers from there
     try:
         runpy.run_path(str(script), run_name="__main__")
     finally:
-        sys.argv = saved
+        sys.argv, sys.path[:] = saved_argv, saved_path
 
 
 def _bench_command(args: argparse.Namespace) -> int:
