@@ -3,7 +3,7 @@
 VENV   ?= .venv
 PYTHON ?= python3
 PY      = $(VENV)/bin/python
-EXTRAS  = test,crosscheck,examples,mpi
+EXTRAS  = test,crosscheck,examples,mpi,cuda
 
 .PHONY: setup demo test bench clean
 

@@ -16,7 +16,8 @@ import operator
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH, PARALLEL_THRESHOLD
+from ._config import FASTMATH
+from ._shared import chunk_bounds, num_chunks, use_parallel
 
 IntPair = int | tuple[int, int]
 
@@ -72,80 +73,63 @@ def conv2d_output_size(
     return _window_geometry(h, w, kernel_size, stride, padding)[3]
 
 
-@njit(cache=True)
-def _valid_range(pad, offset, stride, size, out_count):
-    """Output positions ``o`` whose input index ``o*stride - pad + offset`` lies in ``[0, size)``."""
-    first = 0
-    if pad > offset:
-        first = (pad - offset + stride - 1) // stride
-    stop = min((size - 1 + pad - offset) // stride + 1, out_count)
-    return first, max(stop, first)
+# The loops below read and write padded planes, so that no index needs a bounds test: a thread copies
+# each input plane into the middle of a zero-bordered scratch plane (im2col), or accumulates into a
+# scratch plane and copies its middle out (col2im). With plain index arithmetic instead of a slice view
+# per output row, this made im2col ~2x faster at 8x8 (64x16x8x8, 3x3, padding 1: 1.05 -> 0.48 ms).
+@njit(cache=True, fastmath=FASTMATH)
+def _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop):
+    """Planes [start, stop) of the flattened (n, c) index: unroll each into its ``kh*kw`` rows of ``cols``."""
+    n_channels, h, w = x.shape[1], x.shape[2], x.shape[3]
+    out_h = cols.shape[2] // out_w
+    padded = np.zeros((h + 2 * ph, w + 2 * pw), dtype=x.dtype)  # the border stays zero
+    for plane in range(start, stop):
+        n, c = plane // n_channels, plane % n_channels
+        padded[ph:ph + h, pw:pw + w] = x[n, c]
+        out = cols[n]
+        for i in range(kh):
+            for j in range(kw):
+                r = (c * kh + i) * kw + j
+                for oh in range(out_h):
+                    ih, base = oh * sh + i, oh * out_w
+                    for ow in range(out_w):
+                        out[r, base + ow] = padded[ih, ow * sw + j]
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _im2col_plane(x, cols, kh, kw, sh, sw, ph, pw, out_w):
-    """Unroll one (H, W) plane into its ``kh*kw`` rows of ``cols`` (shape ``(kh*kw, OH*OW)``)."""
-    h, w = x.shape
-    out_h = cols.shape[1] // out_w
-    for i in range(kh):
-        oh_first, oh_stop = _valid_range(ph, i, sh, h, out_h)
-        for j in range(kw):
-            row = cols[i * kw + j]
-            ow_first, ow_stop = _valid_range(pw, j, sw, w, out_w)
-            for oh in range(out_h):
-                out = row[oh * out_w:(oh + 1) * out_w]
-                if oh < oh_first or oh >= oh_stop:
-                    out[:] = 0
-                    continue
-                src = x[oh * sh - ph + i]
-                out[:ow_first] = 0
-                for ow in range(ow_first, ow_stop):
-                    out[ow] = src[ow * sw - pw + j]
-                out[ow_stop:] = 0
+def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_w, start, stop):
+    """Planes [start, stop): add the ``kh*kw`` rows of ``cols`` back into each (H, W) plane of ``dx``."""
+    n_channels, h, w = dx.shape[1], dx.shape[2], dx.shape[3]
+    out_h = cols.shape[2] // out_w
+    padded = np.empty((h + 2 * ph, w + 2 * pw), dtype=dx.dtype)
+    for plane in range(start, stop):
+        n, c = plane // n_channels, plane % n_channels
+        padded[:] = 0
+        src = cols[n]
+        for i in range(kh):
+            for j in range(kw):
+                r = (c * kh + i) * kw + j
+                for oh in range(out_h):
+                    ih, base = oh * sh + i, oh * out_w
+                    for ow in range(out_w):
+                        padded[ih, ow * sw + j] += src[r, base + ow]
+        dx[n, c] = padded[ph:ph + h, pw:pw + w]
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _col2im_plane(cols, dx, kh, kw, sh, sw, ph, pw, out_w):
-    """Add the ``kh*kw`` rows of ``cols`` back into one (H, W) plane ``dx`` (adjoint of im2col)."""
-    h, w = dx.shape
-    out_h = cols.shape[1] // out_w
-    for i in range(kh):
-        oh_first, oh_stop = _valid_range(ph, i, sh, h, out_h)
-        for j in range(kw):
-            row = cols[i * kw + j]
-            ow_first, ow_stop = _valid_range(pw, j, sw, w, out_w)
-            for oh in range(oh_first, oh_stop):
-                src = row[oh * out_w:(oh + 1) * out_w]
-                out = dx[oh * sh - ph + i]
-                for ow in range(ow_first, ow_stop):
-                    out[ow * sw - pw + j] += src[ow]
+# Each thread owns whole (n, c) planes, of cols' rows in im2col and of dx in col2im: no two threads
+# ever write the same element.
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _im2col_parallel(x, cols, kh, kw, sh, sw, ph, pw, out_w, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.shape[0] * x.shape[1])
+        _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, parallel):
-    n_channels, rows = x.shape[1], kh * kw
-    if parallel:
-        for plane in prange(x.shape[0] * n_channels):
-            n, c = plane // n_channels, plane % n_channels
-            _im2col_plane(x[n, c], cols[n, c * rows:(c + 1) * rows], kh, kw, sh, sw, ph, pw, out_w)
-    else:
-        for plane in range(x.shape[0] * n_channels):
-            n, c = plane // n_channels, plane % n_channels
-            _im2col_plane(x[n, c], cols[n, c * rows:(c + 1) * rows], kh, kw, sh, sw, ph, pw, out_w)
-
-
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, parallel):
-    # One thread owns each (n, c) plane of dx, so no two threads ever add into the same element.
-    n_channels, rows = dx.shape[1], kh * kw
-    if parallel:
-        for plane in prange(dx.shape[0] * n_channels):
-            n, c = plane // n_channels, plane % n_channels
-            _col2im_plane(cols[n, c * rows:(c + 1) * rows], dx[n, c], kh, kw, sh, sw, ph, pw, out_w)
-    else:
-        for plane in range(dx.shape[0] * n_channels):
-            n, c = plane // n_channels, plane % n_channels
-            _col2im_plane(cols[n, c * rows:(c + 1) * rows], dx[n, c], kh, kw, sh, sw, ph, pw, out_w)
+def _col2im_parallel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, dx.shape[0] * dx.shape[1])
+        _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_w, start, stop)
 
 
 def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0) -> np.ndarray:
@@ -158,7 +142,10 @@ def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: In
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
     cols = np.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
-    _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w, cols.size >= PARALLEL_THRESHOLD)
+    if use_parallel(cols.size):
+        _im2col_parallel(x, cols, kh, kw, sh, sw, ph, pw, out_w, num_chunks(n * c))
+    elif cols.size:
+        _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, 0, n * c)
     return cols
 
 
@@ -197,8 +184,12 @@ def col2im(
     geometry = _window_geometry(input_shape[2], input_shape[3], kernel_size, stride, padding)
     (kh, kw), (sh, sw), (ph, pw), out_size = geometry
     cols = _check_cols(cols, input_shape, (kh, kw), out_size)
-    dx = np.zeros(input_shape, dtype=cols.dtype)
-    _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], cols.size >= PARALLEL_THRESHOLD)
+    dx = np.empty(input_shape, dtype=cols.dtype)  # the kernel writes every plane whole
+    planes = input_shape[0] * input_shape[1]
+    if use_parallel(cols.size):
+        _col2im_parallel(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], num_chunks(planes))
+    elif cols.size:
+        _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], 0, planes)
     return dx
 
 

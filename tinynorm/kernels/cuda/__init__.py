@@ -1,0 +1,20 @@
+"""Numba CUDA kernels for the normalizations, with the signatures of :mod:`tinynorm.kernels.cpu`.
+
+Importing this package imports ``numba.cuda`` (``import tinynorm`` never does). Without a GPU the
+kernels run under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set before Numba is imported) and
+compile to PTX with ``numba.cuda.compile_ptx``; see docs/cuda.md.
+"""
+from .batch_norm import (
+    batch_norm_backward,
+    batch_norm_backward_elemt,
+    batch_norm_backward_reduce,
+    batch_norm_forward,
+    batch_norm_stats,
+)
+from .group_norm import group_norm_backward, group_norm_forward
+from .layer_norm import layer_norm_backward, layer_norm_forward
+from .rms_norm import rms_norm_backward, rms_norm_forward
+
+__all__ = ["batch_norm_backward", "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_forward",
+           "batch_norm_stats", "group_norm_backward", "group_norm_forward", "layer_norm_backward",
+           "layer_norm_forward", "rms_norm_backward", "rms_norm_forward"]
