@@ -172,33 +172,22 @@ class Clamp(Function):
         return grad * inside
 
 
-class Maximum(Function):
-    """Elementwise max; on ties the gradient is split evenly between both inputs (as PyTorch)."""
+class Pick(Function):
+    """Elementwise maximum (``largest=True``) or minimum of two inputs.
+
+    The gradient goes to the input that was picked; on ties it is split evenly (as PyTorch).
+    """
 
     @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
+    def forward(ctx: Context, a: Any, b: Any, largest: bool) -> Any:
         ctx.save_for_backward(a, b)
-        return ctx.xp.maximum(a, b)
+        ctx.largest = largest
+        return ctx.xp.maximum(a, b) if largest else ctx.xp.minimum(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         a, b = ctx.saved_tensors
-        share_a = (a > b) + 0.5 * (a == b)
-        return grad * share_a, grad * (1 - share_a)
-
-
-class Minimum(Function):
-    """Elementwise min; on ties the gradient is split evenly between both inputs (as PyTorch)."""
-
-    @staticmethod
-    def forward(ctx: Context, a: Any, b: Any) -> Any:
-        ctx.save_for_backward(a, b)
-        return ctx.xp.minimum(a, b)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> tuple:
-        a, b = ctx.saved_tensors
-        share_a = (a < b) + 0.5 * (a == b)
+        share_a = ((a > b) if ctx.largest else (a < b)) + 0.5 * (a == b)
         return grad * share_a, grad * (1 - share_a)
 
 
@@ -262,11 +251,11 @@ def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tens
 
 
 def maximum(a: Any, b: Any) -> Tensor:
-    return Maximum.apply(a, b)
+    return Pick.apply(a, b, True)
 
 
 def minimum(a: Any, b: Any) -> Tensor:
-    return Minimum.apply(a, b)
+    return Pick.apply(a, b, False)
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
