@@ -1,5 +1,5 @@
 """What every experiment shares: a progress bar, the run record (settings, seeds, versions) written as
-JSON, a matplotlib figure saved without a screen, and a simple training loop for classifiers."""
+JSON, matplotlib figures saved without a screen, and Markdown tables."""
 from __future__ import annotations
 
 import json
