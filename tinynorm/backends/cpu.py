@@ -69,6 +69,12 @@ from ..kernels.cpu.pool import (  # noqa: F401
     max_pool2d_forward,
 )
 from ..kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward  # noqa: F401
+from ..kernels.cpu.softmax import (  # noqa: F401  (over the last axis)
+    log_softmax_backward,
+    log_softmax_forward,
+    softmax_backward,
+    softmax_forward,
+)
 
 name = "cpu"
 ndarray = np.ndarray

@@ -1,10 +1,12 @@
 """softmax and log_softmax along one dim, computed after subtracting the max (no overflow).
 
 With s = softmax(x): ds/dx applied to g is s * (g - sum(g * s)); for log_softmax it is
-g - s * sum(g).
+g - s * sum(g). The backend's fused kernels work over the last axis; another dim is moved there
+and back (a copy, in the kernel, for the rare dim that is not last).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..autograd.function import Context, Function
@@ -12,18 +14,23 @@ from ..tensor import Tensor
 from .reductions import normalize_dims
 
 
+def _along(xp: Any, kernel: Callable[..., Any], dim: int, *arrays: Any) -> Any:
+    """Apply a last-axis ``kernel`` to ``arrays`` along ``dim`` instead."""
+    if dim >= arrays[0].ndim - 1:  # already the last axis (or a 0-d array)
+        return kernel(*arrays)
+    moved = [xp.moveaxis(a, dim, -1) for a in arrays]
+    return xp.moveaxis(kernel(*moved), -1, dim)
+
+
 def log_softmax_array(xp: Any, x: Any, dim: int) -> Any:
     """log_softmax on a raw array (shared with the cross-entropy loss)."""
-    shifted = x - xp.amax(x, axis=dim, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True))
+    return _along(xp, xp.log_softmax_forward, dim, x)
 
 
 class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, dim: int) -> Any:
-        xp = ctx.xp
-        e = xp.exp(x - xp.amax(x, axis=dim, keepdims=True))
-        out = e / xp.sum(e, axis=dim, keepdims=True)
+        out = _along(ctx.xp, ctx.xp.softmax_forward, dim, x)
         ctx.save_for_backward(out)
         ctx.dim = dim
         return out
@@ -31,7 +38,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (out,) = ctx.saved_tensors
-        return out * (grad - ctx.xp.sum(grad * out, axis=ctx.dim, keepdims=True))
+        return _along(ctx.xp, ctx.xp.softmax_backward, ctx.dim, grad, out)
 
 
 class LogSoftmax(Function):
@@ -45,8 +52,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (out,) = ctx.saved_tensors
-        xp = ctx.xp
-        return grad - xp.exp(out) * xp.sum(grad, axis=ctx.dim, keepdims=True)
+        return _along(ctx.xp, ctx.xp.log_softmax_backward, ctx.dim, grad, out)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:

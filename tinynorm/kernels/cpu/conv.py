@@ -73,10 +73,13 @@ def conv2d_output_size(
     return _window_geometry(h, w, kernel_size, stride, padding)[3]
 
 
-# The loops below read and write padded planes, so that no index needs a bounds test: a thread copies
-# each input plane into the middle of a zero-bordered scratch plane (im2col), or accumulates into a
-# scratch plane and copies its middle out (col2im). With plain index arithmetic instead of a slice view
-# per output row, this made im2col ~2x faster at 8x8 (64x16x8x8, 3x3, padding 1: 1.05 -> 0.48 ms).
+# Two measured speed tricks (fp32, 1 thread, 64x16 planes, 3x3, padding 1; im2col / col2im):
+# - The loops read and write padded planes, so that no index needs a bounds test: a thread copies each
+#   input plane into the middle of a zero-bordered scratch plane (im2col), or accumulates into a scratch
+#   plane and copies its middle out (col2im); plain index arithmetic, no slice view per output row.
+# - A separate loop for stride 1, whose unit step LLVM can see and vectorize (with the stride a runtime
+#   value it emits scalar code). Together: 8x8 0.92 -> ~0.4 ms / 0.67 -> 0.43 ms; 28x28 stride 1
+#   ~7 -> ~4.5 ms / ~14 -> ~5.5 ms.
 @njit(cache=True, fastmath=FASTMATH)
 def _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop):
     """Planes [start, stop) of the flattened (n, c) index: unroll each into its ``kh*kw`` rows of ``cols``."""
@@ -92,8 +95,12 @@ def _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop):
                 r = (c * kh + i) * kw + j
                 for oh in range(out_h):
                     ih, base = oh * sh + i, oh * out_w
-                    for ow in range(out_w):
-                        out[r, base + ow] = padded[ih, ow * sw + j]
+                    if sw == 1:
+                        for ow in range(out_w):
+                            out[r, base + ow] = padded[ih, ow + j]
+                    else:
+                        for ow in range(out_w):
+                            out[r, base + ow] = padded[ih, ow * sw + j]
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -111,8 +118,12 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_w, start, stop):
                 r = (c * kh + i) * kw + j
                 for oh in range(out_h):
                     ih, base = oh * sh + i, oh * out_w
-                    for ow in range(out_w):
-                        padded[ih, ow * sw + j] += src[r, base + ow]
+                    if sw == 1:
+                        for ow in range(out_w):
+                            padded[ih, ow + j] += src[r, base + ow]
+                    else:
+                        for ow in range(out_w):
+                            padded[ih, ow * sw + j] += src[r, base + ow]
         dx[n, c] = padded[ph:ph + h, pw:pw + w]
 
 

@@ -13,13 +13,13 @@ by the row sum); no temporary array for softmax, against two and five passes for
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._shared import check_like, chunk_bounds, num_chunks, use_parallel
-
-_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+from ._shared import FLOAT_DTYPES, check_like, chunk_bounds, num_chunks, use_parallel
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -95,11 +95,10 @@ def _as_rows(name: str, array: object) -> np.ndarray:
     """``array`` as a C-contiguous 2-D (rows, last axis) float array, after checking its type."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
-    if array.dtype not in _FLOAT_DTYPES:
+    if array.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {array.dtype}")
-    if array.ndim == 0:
-        raise ValueError(f"{name} must have at least 1 dimension, got shape {array.shape}")
-    return np.ascontiguousarray(array).reshape(-1, array.shape[-1])
+    width = array.shape[-1] if array.ndim else 1  # a 0-d array is one row of one element
+    return np.ascontiguousarray(array).reshape(math.prod(array.shape[:-1]), width)
 
 
 def _forward(x: np.ndarray, log: bool) -> np.ndarray:
