@@ -184,7 +184,7 @@ def study(problem: LeastSquares, max_steps: int) -> tuple[dict[str, Any], np.nda
 
 
 def run(out_dir: str | Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Run the experiment; write standardization.json and standardization.png into ``out_dir``.
+    """Run the experiment; write standardization.json, .png and .md into ``out_dir``.
 
     ``quick`` caps the raw-feature descent at 20,000 steps (its exact step count
     still comes from the closed form); the full run lets it finish (~1e6 steps, ~3 s).
@@ -214,8 +214,26 @@ def run(out_dir: str | Path, quick: bool = False, seed: int = 0) -> dict[str, An
         "step_ratio": raw["steps_to_target_closed_form"] / std["steps_to_target_closed_form"],
     }
     results["summary"] = summarize(results)
+    results["checks"] = checks(results)
     (out_dir / "standardization.json").write_text(json.dumps(results, indent=2))
+    lines = ["# Why normalize inputs: gradient descent on raw vs standardized features", ""]
+    lines += results["summary"] + ["", "## Checks", ""]
+    lines += [f"- {'PASS' if c['passed'] else 'FAIL'}: {c['claim']}" for c in results["checks"]]
+    (out_dir / "standardization.md").write_text("\n".join(lines) + "\n")
     return results
+
+
+def checks(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The claims the experiment stands for, each with whether this run bears it out."""
+    raw, std = results["raw"], results["standardized"]
+    return [
+        {"claim": "standardizing reduces the Hessian's condition number by more than 1000x",
+         "passed": raw["condition_number"] > 1000 * std["condition_number"]},
+        {"claim": "standardized features reach the target loss in at least 10x fewer steps",
+         "passed": results["step_ratio"] >= 10},
+        {"claim": "the measured largest stable learning rate is 2/lambda_max (within 1%) in both cases",
+         "passed": all(abs(c["lr_max_measured"] / c["lr_max_theory"] - 1) < 0.01 for c in (raw, std))},
+    ]
 
 
 def summarize(results: dict[str, Any]) -> list[str]:
