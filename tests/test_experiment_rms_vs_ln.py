@@ -1,0 +1,88 @@
+"""Tests for the RMSNorm vs LayerNorm experiment. Speed is measured, never asserted: these tests check
+that the measurements are made, recorded and reported, and that the timed calls compute the right thing."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from tinynorm.experiments import rms_vs_ln as exp
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("rms_vs_ln")
+    results = exp.run(out_dir, quick=True, progress=False)
+    return out_dir, results, json.loads((out_dir / "rms_vs_ln.json").read_text())
+
+
+def test_writes_json_markdown_and_figure(quick_run):
+    out_dir, results, saved = quick_run
+    png = (out_dir / "rms_vs_ln.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert results["figures"] == [str(out_dir / "rms_vs_ln.png")]
+    assert saved["summary"] == results["summary"] and saved["checks"] == results["checks"]
+    assert all(isinstance(c["claim"], str) and isinstance(c["passed"], bool) for c in results["checks"])
+    text = (out_dir / "rms_vs_ln.md").read_text()
+    for needle in ("7%-64%", "norm share", "Checks"):
+        assert needle in text
+
+
+def test_reports_kernel_and_end_to_end_ratios(quick_run):
+    _, results, saved = quick_run
+    assert [row["width"] for row in saved["widths"]] == list(exp.SETTINGS["quick"]["widths"])
+    for row in saved["widths"]:
+        assert row["rows"] * row["width"] == exp.SETTINGS["quick"]["total"]
+        assert len(row["seconds"]) == 8 and all(0 < s < 10 for s in row["seconds"].values())
+        for key, ratio in row["ratio"].items():
+            level, kind = ("nn ", key[3:]) if key.startswith("nn ") else ("", key)
+            assert ratio == pytest.approx(row["seconds"][f"{level}rmsnorm {kind}"] / row["seconds"][f"{level}layernorm {kind}"])
+    step_ratio = saved["training"]["rmsnorm"]["step_seconds"] / saved["training"]["layernorm"]["step_seconds"]
+    assert saved["step_ratio"] == pytest.approx(step_ratio) and math.isfinite(step_ratio)
+    assert all(0 < share < 1 for share in saved["norm_share"].values())
+    summary = "\n".join(results["summary"])
+    assert "kernel forward+backward" in summary and "TinyTransformerLM step" in summary
+
+
+def test_both_models_train_from_the_same_start(quick_run):
+    _, _, saved = quick_run
+    steps = exp.SETTINGS["quick"]["steps"]
+    ln, rms = saved["training"]["layernorm"], saved["training"]["rmsnorm"]
+    for run in (ln, rms):
+        assert len(run["losses"]) == steps and all(math.isfinite(v) for v in run["losses"])
+        assert math.isfinite(run["final_loss"]) and run["final_loss"] < run["losses"][0]
+        assert run["norm_layers"] == 2 * exp.SETTINGS["quick"]["n_layers"] + 1
+    # same seed, same batches, norms at identity at init: the two first losses are close but not equal
+    assert ln["losses"][0] == pytest.approx(rms["losses"][0], rel=0.05)
+
+
+def test_timed_kernel_calls_compute_the_norms():
+    calls = exp.kernel_calls(6, 16, np.random.default_rng(0))
+    ln, _, _ = calls["layernorm forward"]()
+    rms, _ = calls["rmsnorm forward"]()
+    # kernel_calls draws x first from its generator: the same draw in float64 is the reference's input
+    x = np.random.default_rng(0).standard_normal((6, 16), dtype=np.float32).astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    expected_ln = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + exp.EPS)
+    expected_rms = x / np.sqrt((x**2).mean(axis=1, keepdims=True) + exp.EPS)
+    np.testing.assert_allclose(ln, expected_ln, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rms, expected_rms, rtol=1e-5, atol=1e-5)
+    assert calls["layernorm forward+backward"]() is None and calls["rmsnorm forward+backward"]() is None
+
+
+def test_interleaved_medians_times_every_function():
+    counter = {"a": 0, "b": 0}
+
+    def bump(name):
+        counter[name] += 1
+
+    times = exp.interleaved_medians({"a": lambda: bump("a"), "b": lambda: bump("b")}, repeat=3, min_time=0.0)
+    assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
+    assert counter == {"a": 4, "b": 4}  # one warm-up call, then one call per sample
+
+
+def test_only_cpu_is_supported(tmp_path):
+    with pytest.raises(ValueError, match="device='cuda'"):
+        exp.run(tmp_path, quick=True, device="cuda")
