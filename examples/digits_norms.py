@@ -20,9 +20,9 @@ from tinynorm.experiments.batch_size import (
     load_data,
     make_model,
     scaled_lr,
-    single_threaded_kernels,
     train,
 )
+from tinynorm.experiments.common import single_threaded
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=3, help="epochs at every batch size")
@@ -35,7 +35,7 @@ cases += [("mlp", "batchnorm"), ("mlp", "layernorm")]
 print(f"test error (%) after {args.epochs} epochs; {len(X_train)} training, {len(X_test)} test images")
 print(f"{'model':>5} {'norm':>12} " + " ".join(f"{'B=' + str(b):>7}" for b in args.batch_sizes))
 start = time.perf_counter()
-with single_threaded_kernels():
+with single_threaded():
     for kind, norm in cases:
         errors = []
         for batch in args.batch_sizes:

@@ -11,6 +11,7 @@ pytest.importorskip("matplotlib")
 import tinynorm as tn
 from tinynorm import nn
 from tinynorm.data import CharTokenizer, load_text_corpus
+from tinynorm.experiments import common
 from tinynorm.experiments import placement as exp
 from tinynorm.models import ResidualMLP, TinyTransformerLM
 
@@ -129,7 +130,7 @@ def test_evaluate_returns_mean_and_standard_error_over_windows():
 
 def test_single_threaded_restores_the_thread_count():
     before = numba.get_num_threads()
-    with exp.single_threaded():
+    with common.single_threaded():
         assert numba.get_num_threads() == 1
     assert numba.get_num_threads() == before
 

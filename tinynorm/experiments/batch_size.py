@@ -28,8 +28,6 @@ On a trained CNN with BatchNorm the experiment also shows the two classic BatchN
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ from tinynorm.nn import Module, recompute_batch_norm_statistics
 from tinynorm.optim import SGD
 from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
-from .common import markdown_table, new_figure, save_figure, write_json
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
@@ -153,21 +151,6 @@ def clone(model: Module, kind: str, norm: str, width: int, buffers: bool = True)
     return copy.eval()
 
 
-@contextmanager
-def single_threaded_kernels() -> Iterator[None]:
-    """Run numba kernels on one thread: these tensors are tiny, and on a busy machine the parallel
-    regions cost far more than the work (measured on two busy cores: 24 ms per SmallCNN training step
-    at batch 32 on one thread, 244 ms on two)."""
-    import numba
-
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(threads)
-
-
 # --------------------------------------------------------------------------- the two BatchNorm mistakes
 
 
@@ -239,7 +222,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
             for batch in settings.batch_sizes for seed in settings.seeds]
     extra = [] if subject in jobs else [subject]  # quick mode has no CNN runs: train the subject alone
     runs, mistakes = [], {}
-    with single_threaded_kernels():
+    with single_threaded():
         for job in progress_bar(jobs + extra, label="batch_size", enabled=progress):
             record, model = train_and_evaluate(*job, settings, data)
             if job not in extra:

@@ -40,10 +40,9 @@ shared 2-core machine thread start-up and oversubscription cost more than the th
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +57,7 @@ from ..nn.blocks import MLPBlock
 from ..nn.functional import cross_entropy
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
-from .common import markdown_table, new_figure, save_figure, write_json
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
 
 NORMS = ("layernorm", "rmsnorm")
@@ -108,29 +107,6 @@ FULL = Settings(
 
 
 # ------------------------------------------------------------------------------------------ measuring
-
-
-@contextlib.contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run Numba kernels and BLAS on one thread, restoring the previous settings afterwards.
-
-    Measured on the shared 2-core machine (load ~10): a 6-layer, d=64 LM training step took ~900 ms with
-    the default threads and ~175 ms single-threaded. BLAS threads are limited through threadpoolctl
-    when it is installed (it comes with scikit-learn); without it only Numba's are.
-    """
-    import numba
-
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        threadpool_limits = None
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(1, user_api="blas") if threadpool_limits else contextlib.nullcontext():
-            yield
-    finally:
-        numba.set_num_threads(previous)
 
 
 def loss_of(model: nn.Module, inputs: np.ndarray, targets: np.ndarray) -> Tensor:

@@ -5,7 +5,7 @@ one reduction in the forward pass (the mean), one in the backward pass, and the 
 ("Root Mean Square Layer Normalization", NeurIPS 2019) report 7%-64% less running time than LayerNorm
 at comparable quality, across their models.
 
-Measured here, with the CPU kernels on one thread (see ``placement.single_threaded``: on a shared
+Measured here, with the CPU kernels on one thread (see ``common.single_threaded``: on a shared
 machine, thread oversubscription makes parallel timings noise):
 
 * kernel: ``layer_norm_forward`` versus ``rms_norm_forward`` (and forward followed by backward) on
@@ -39,7 +39,7 @@ from ..random import manual_seed
 from ..tensor import tensor
 from .common import markdown_table, new_figure, save_figure, write_json
 from .common import progress as progress_bar
-from .placement import single_threaded
+from .common import single_threaded
 
 NORMS = ("layernorm", "rmsnorm")
 EPS = 1e-5
