@@ -77,11 +77,25 @@ def _demo_command(args: argparse.Namespace) -> int:
     lines += ["## Checks", ""] + _checks_table(results) + [""]
     for name, result in results.items():
         lines += [f"## {name}", ""] + list(result.get("summary", [])) + [""]
-    lines += ["## Kernel benchmark", "", f"Machine-readable table: `{bench_json.name}` (see the console output above).", ""]
+    lines += ["## Kernel benchmark (quick)", ""] + _benchmark_table(bench_json) + [""]
     report.write_text("\n".join(lines))
     _print_summary(results, seconds)
     print(f"\nresults written to {out.resolve()}\nreport: {report.resolve()}")
     return 0
+
+
+def _benchmark_table(path: Path) -> list[str]:
+    """The norm benchmark's JSON as a Markdown table (times in ms, x torch > 1: tinynorm is faster)."""
+    import json
+
+    from .experiments.common import markdown_table
+
+    record = json.loads(path.read_text())
+    columns = ["op", "shape", "fwd ms", "fwd %copy", "fwd x torch", "f+b ms", "f+b %copy", "f+b x torch"]
+    rows = [[row.get(column, "-") for column in columns] for row in record["rows"]]
+    note = (f"float32; copy bandwidth {record['copy_GB_per_s']:.1f} GB/s; '%copy' = throughput over it; "
+            f"'x torch' = PyTorch's time over tinynorm's. Full table: `{path.name}`, docs/benchmarks.md.")
+    return [note, ""] + markdown_table(columns, rows)
 
 
 def _run_benchmark(name: str, extra: list[str]) -> None:
