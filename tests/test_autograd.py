@@ -218,7 +218,8 @@ def test_backward_with_a_gradient_of_the_wrong_shape_raises():
 
 def test_backward_of_a_tensor_outside_the_graph_raises():
     with pytest.raises(RuntimeError, match="does not require grad"):
-        tinynorm.tensor([1.0]).sum().backward()
+        constant = tinynorm.tensor([1.0]).sum()
+        constant.backward()
 
 
 def test_requires_grad_on_an_int_tensor_raises_type_error():

@@ -106,7 +106,8 @@ def test_dropout_module_is_identity_in_eval_mode():
 
 def test_zero_grad_sets_to_none_or_zeros():
     layer = nn.Linear(2, 2)
-    layer(tinynorm.ones(1, 2)).sum().backward()
+    output = layer(tinynorm.ones(1, 2)).sum()
+    output.backward()
     layer.zero_grad(set_to_none=False)
     assert all(p.grad is not None and (p.grad.numpy() == 0).all() for p in layer.parameters())
     layer.zero_grad()
