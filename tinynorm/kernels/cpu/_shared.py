@@ -102,17 +102,24 @@ def chunk_bounds(chunk, chunks, units):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def mean_var(v):
-    """Mean and biased variance of the 1-D array ``v``, accurate even when |mean| >> std.
+def total(v):
+    """Sum of the 1-D array ``v``, in ``v``'s dtype."""
+    result = v.dtype.type(0)
+    for i in range(v.size):
+        result += v[i]
+    return result
 
-    Corrected two-pass algorithm: a first mean ``m``, then sums of ``d = v - m`` and ``d²``;
-    ``sum(d)`` fixes the rounding error of ``m``. There is no ``E[x²] - E[x]²`` cancellation.
+
+@njit(cache=True, fastmath=FASTMATH)
+def mean_var_from_total(v, v_total):
+    """Mean and biased variance of the 1-D array ``v`` whose sum ``v_total`` is already known.
+
+    Corrected two-pass algorithm: a first mean ``m = v_total / n``, then sums of ``d = v - m`` and
+    ``d²``; ``sum(d)`` fixes the rounding error of ``m``. There is no ``E[x²] - E[x]²`` cancellation,
+    so it stays accurate even when |mean| >> std.
     """
     n = v.dtype.type(v.size)  # a float of v's dtype: an integer would promote float32 math to float64
-    total = v.dtype.type(0)
-    for i in range(v.size):
-        total += v[i]
-    first_mean = total / n
+    first_mean = v_total / n
     sum_d = v.dtype.type(0)
     sum_d2 = v.dtype.type(0)
     for i in range(v.size):
@@ -123,3 +130,8 @@ def mean_var(v):
     var = max(sum_d2 / n - mean_d * mean_d, v.dtype.type(0))
     return first_mean + mean_d, var
 
+
+@njit(cache=True, fastmath=FASTMATH)
+def mean_var(v):
+    """Mean and biased variance of the 1-D array ``v``: :func:`mean_var_from_total` after a sum."""
+    return mean_var_from_total(v, total(v))

@@ -10,8 +10,17 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._shared import (check_eps, check_input, check_like, chunk_bounds, mean_var, num_chunks, output,
-                      param_or_fill, use_parallel)
+from ._shared import (
+    check_eps,
+    check_input,
+    check_like,
+    chunk_bounds,
+    mean_var,
+    num_chunks,
+    output,
+    param_or_fill,
+    use_parallel,
+)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -74,7 +83,7 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
 @njit(cache=True, fastmath=FASTMATH)
 def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, start, stop):
     """(sample, group) units [start, stop); each writes its channels' sums into row n of the parts."""
-    batch, channels, spatial = x.shape
+    _, channels, spatial = x.shape
     per_group = channels // num_groups
     count = x.dtype.type(per_group * spatial)
     for unit in range(start, stop):

