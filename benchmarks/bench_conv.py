@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common import CLOCKS, alternating_medians, print_table, write_json  # first: it fixes the OpenMP settings for both contenders
 import numba
 import numpy as np
-from common import CLOCKS, alternating_medians, print_table, write_json
 from threadpoolctl import threadpool_limits
 
 import tinynorm

@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
+from common import CLOCKS, alternating_medians, print_table, write_json  # first: it fixes the OpenMP settings for both contenders
 import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 import tinynorm
 import tinynorm.nn.functional as F
-from common import CLOCKS, alternating_medians, print_table, write_json
 from tinynorm import nn
 from tinynorm.optim import SGD
 

@@ -16,10 +16,10 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
+from common import alternating_medians, copy_bandwidth, print_table, write_json  # first: OpenMP settings
+
 import numba
 import numpy as np
-
-from common import alternating_medians, copy_bandwidth, print_table, write_json
 from tinynorm.kernels.cpu.batch_norm import batch_norm_backward, batch_norm_forward, batch_norm_stats
 from tinynorm.kernels.cpu.group_norm import group_norm_backward, group_norm_forward
 from tinynorm.kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward

@@ -14,6 +14,12 @@ from __future__ import annotations
 import datetime
 import json
 import os
+
+# Both contenders run under libgomp's own default spin (300,000 spins before an idle thread sleeps):
+# tinynorm sets a shorter spin when nothing is set (see tinynorm/__init__.py), and PyTorch's OpenMP
+# runtime would otherwise inherit it. Import this module before tinynorm and torch.
+os.environ.setdefault("GOMP_SPINCOUNT", "300000")
+
 import platform
 import time
 from pathlib import Path
@@ -25,7 +31,12 @@ from numba import njit, prange
 
 
 def _calls_per_sample(fn: Callable[[], object], min_time: float) -> int:
-    """Run ``fn`` once (warm-up: compilation, caches) and return how many calls last ``min_time``."""
+    """Warm ``fn`` up (compilation, caches), then return how many calls last ``min_time``.
+
+    The call that sizes the sample is timed after the warm-up: timing the first call instead (which
+    loads compiled code) made fast functions look slow, one call per sample.
+    """
+    fn()
     start = time.perf_counter()
     fn()
     once = max(time.perf_counter() - start, 1e-7)
