@@ -87,7 +87,7 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
             f"processes (this rank's input size {tuple(x.shape)})"
         )
     if running_mean is not None and running_var is not None:
-        F.update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
+        F.update_running_stats(running_mean, running_var, mean, var, count, momentum)
     rstd = 1 / np.sqrt(var + eps)
     return SyncBatchNormFunction.apply(x, weight, bias, mean.astype(x.dtype), rstd.astype(x.dtype), count, comm)
 

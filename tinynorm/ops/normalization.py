@@ -150,7 +150,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         count = x.numel() // x.shape[1]
         mean, var = xp.batch_norm_stats(as_3d(x.data))
         if running_mean is not None and running_var is not None:
-            update_running_stats(running_mean, running_var, mean, var * (count / (count - 1)), momentum)
+            update_running_stats(running_mean, running_var, mean, var, count, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
@@ -167,8 +167,14 @@ def check_values_per_channel(op: str, x: Tensor) -> None:
         )
 
 
-def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, unbiased_var: Any, momentum: float) -> None:
-    """``running = (1 - momentum) * running + momentum * batch``, in place, in the buffers' dtype."""
+def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, var: Any, count: int,
+                         momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * batch``, in place, in the buffers' dtype.
+
+    ``var`` is the biased variance of ``count`` values; the running variance tracks the unbiased one,
+    ``var * count / (count - 1)``, as PyTorch does.
+    """
+    unbiased_var = var * (count / (count - 1))
     for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
         running.data[...] = (1 - momentum) * running.data + momentum * batch.astype(running.dtype)
 
@@ -193,7 +199,8 @@ def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Te
     if running_mean is not None and running_var is not None:
         xp = x._backend
         mean, var = xp.batch_norm_stats(x.data.reshape(1, batch * channels, spatial))
-        unbiased = var * (spatial / (spatial - 1))
+        # The mean over the batch of each instance's unbiased variance is the correction of the mean
+        # of the biased ones: the correction is linear.
         update_running_stats(running_mean, running_var, mean.reshape(batch, channels).mean(axis=0),
-                             unbiased.reshape(batch, channels).mean(axis=0), momentum)
+                             var.reshape(batch, channels).mean(axis=0), spatial, momentum)
     return GroupNorm.apply(x, weight, bias, channels, float(eps))
