@@ -259,23 +259,20 @@ class Module:
                 f"Error(s) in loading state_dict for {type(self).__name__}: "
                 f"missing keys {missing}, unexpected keys {unexpected}"
             )
+        # Check everything before copying anything, so a bad checkpoint leaves the model untouched.
+        arrays = {key: _as_numpy(state_dict[key]) for key in own if key in state_dict}
         problems = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        for key, array in arrays.items():
+            target = own[key]
             if tuple(array.shape) != tuple(target.shape):
                 problems.append(f"{key}: shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
             elif target.dtype.kind == "f" and array.dtype.kind not in "f":
                 problems.append(f"{key}: dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
         if problems:
             raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
-        for key, target in own.items():
-            if key in state_dict:
-                value = state_dict[key]
-                array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-                target.data[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
+        for key, array in arrays.items():
+            target = own[key]
+            target.data[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------------------ printing
@@ -289,3 +286,8 @@ class Module:
             return f"{type(self).__name__}({self.extra_repr()})"
         lines = ([self.extra_repr()] if self.extra_repr() else []) + children
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    """A checkpoint value (tensor, array or nested list) as a numpy array."""
+    return value.numpy() if isinstance(value, Tensor) else np.asarray(value)
