@@ -146,10 +146,6 @@ def _is_basic_index(index: Any) -> bool:
     return all(isinstance(i, (int, slice)) or i is None or i is Ellipsis for i in items)
 
 
-def random_normal(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    return generator.standard_normal(shape, dtype=np.float64).astype(dtype, copy=False)
-
-
 def random_uniform(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return generator.random(shape, dtype=np.float64).astype(dtype, copy=False)
 
