@@ -9,58 +9,15 @@ up to 64x throughput on consumer GPUs: every ``.f64`` instruction is reported.
 import re
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import numba
 import pytest
-from numba import types
 
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-CC = (9, 0)
-F32, F16 = types.float32, types.float16
-P1, P2, P3 = (types.Array(F32, ndim, "C") for ndim in (1, 2, 3))
-I64 = types.int64
-NONE = types.none
-
-# An instruction that computes in, loads, stores or converts to/from float64, e.g. add.f64, fma.rn.f64,
-# cvt.f64.f32, cvt.rn.f32.f64, ld.global.f64, setp.lt.f64 (a ".reg .f64" declaration is caught too).
-F64 = re.compile(r"^\s*(?:@%p\d+\s+)?[a-z]+(?:\.[a-z0-9]+)*\.f64\b.*$|\.reg\s+\.f64", re.MULTILINE)
-
-
-@pytest.fixture(scope="module")
-def compile_ptx():
-    """``compile_ptx(kernel, signature) -> ptx`` for cc 9.0, with or without a GPU.
-
-    numba-cuda compiles the device functions a kernel calls for the *current* device's compute
-    capability. Without a GPU there is none, so the fixture stands in a cc-9.0 device for that lookup
-    (and only while these tests run).
-    """
-    try:
-        from numba import cuda
-        cuda.compile_ptx(lambda: None, (), cc=CC)
-    except Exception as error:  # noqa: BLE001  (no numba-cuda, no NVVM, ...: the CI must install the extra)
-        pytest.fail(f"compiling PTX needs numba-cuda with NVVM: install the cuda extra "
-                    f"(pip install -e '.[cuda]'): {type(error).__name__}: {error}")
-    from numba.cuda import dispatcher
-    patch = pytest.MonkeyPatch()
-    if not cuda.is_available():
-        patch.setattr(dispatcher, "get_current_device", lambda: SimpleNamespace(compute_capability=CC))
-
-    compiled = {}
-
-    def compile_(kernel, signature):
-        if (kernel, signature) not in compiled:
-            compiled[kernel, signature] = cuda.compile_ptx(kernel.py_func, signature, cc=CC)[0]
-        return compiled[kernel, signature]
-
-    yield compile_
-    patch.undo()
-
-
-def _array(dtype, ndim):
-    return types.Array(dtype, ndim, "C")
+from ptx_support import F16, F32, F64, I64, NONE, P1, P2, P3
+from ptx_support import array_type as _array
 
 
 def _row_norm_cases(dtype):

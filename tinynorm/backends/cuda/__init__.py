@@ -4,7 +4,19 @@ Each family lives in its own module and lists its names in ``__all__``; this pac
 into the one namespace ops see as ``ctx.xp``. Importing it imports ``numba.cuda`` (``import tinynorm``
 never does: the backend is loaded on first use of ``device='cuda'``).
 """
-from .array import CudaArray  # noqa: F401
+# ruff: noqa: F401, F403  (this module is the union of its submodules' names)
+from .array import CudaArray
+from .conv import *
+from .creation import *
+from .elementwise import *
+from .indexing import *
+from .linalg import *
+from .normalization import *
+from .optim import *
+from .random import *
+from .reductions import *
+from .shape import *
+from .softmax import *
 
 name = "cuda"
 ndarray = CudaArray

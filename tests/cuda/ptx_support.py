@@ -1,0 +1,30 @@
+"""Numba types and the float64 pattern shared by the PTX tests (``test_ptx_*.py``, ``test_cuda_ptx.py``).
+
+Compiling a kernel to PTX needs NVVM (the cuda extra), not a GPU. The ``compile_ptx`` fixture is in
+``conftest.py`` next to this file.
+"""
+import re
+
+from numba import types
+
+CC = (9, 0)  # H100/H200
+F16, F32, F64_TYPE = types.float16, types.float32, types.float64
+I64, BOOL = types.int64, types.boolean
+NONE = types.none
+
+
+def array_type(dtype, ndim: int):
+    """The Numba type of a C-contiguous device array."""
+    return types.Array(dtype, ndim, "C")
+
+
+def tuple_type(length: int):
+    """The Numba type of a shape or strides tuple of ``length`` ints."""
+    return types.UniTuple(I64, length)
+
+
+P1, P2, P3 = (array_type(F32, ndim) for ndim in (1, 2, 3))
+
+# An instruction that computes in, loads, stores or converts to/from float64, e.g. add.f64, fma.rn.f64,
+# cvt.f64.f32, cvt.rn.f32.f64, ld.global.f64, setp.lt.f64 (a ".reg .f64" declaration is caught too).
+F64 = re.compile(r"^\s*(?:@%p\d+\s+)?[a-z]+(?:\.[a-z0-9]+)*\.f64\b.*$|\.reg\s+\.f64", re.MULTILINE)
