@@ -6,6 +6,7 @@ unchanged; the functions defined below are the few that numpy lacks or that need
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,67 @@ def _is_basic_index(index: Any) -> bool:
 
 def random_uniform(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return generator.random(shape, dtype=np.float64).astype(dtype, copy=False)
+
+
+def sgd_update(param: np.ndarray, grad: np.ndarray, momentum_buffer: np.ndarray | None, *, lr: float,
+               momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+               first_step: bool) -> None:
+    """One SGD step (PyTorch's rule), updating ``param`` and ``momentum_buffer`` in place::
+
+        g = -g if maximize
+        g = g + weight_decay * p                  (if weight_decay != 0)
+        b = g on the first step, then b = momentum * b + (1 - dampening) * g
+        g = g + momentum * b if nesterov else b   (with a momentum buffer)
+        p = p - lr * g
+
+    ``momentum_buffer`` is None when momentum is 0. ``grad`` is never modified.
+    """
+    if maximize:
+        grad = -grad
+    if weight_decay:
+        grad = grad + weight_decay * param
+    if momentum_buffer is not None:
+        if first_step:
+            momentum_buffer[...] = grad
+        else:
+            momentum_buffer *= momentum
+            momentum_buffer += (1 - dampening) * grad
+        grad = grad + momentum * momentum_buffer if nesterov else momentum_buffer
+    param -= lr * grad
+
+
+def adam_update(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, exp_avg_sq: np.ndarray,
+                max_exp_avg_sq: np.ndarray | None, *, step: int, lr: float, beta1: float, beta2: float, eps: float,
+                weight_decay: float, decoupled_weight_decay: bool, maximize: bool) -> None:
+    """Adam step number ``step`` (from 1, PyTorch's rule), updating ``param`` and the moments in place::
+
+        g = -g if maximize
+        p = p * (1 - lr * weight_decay)           (AdamW: decoupled_weight_decay), or
+        g = g + weight_decay * p                  (Adam's L2 penalty)
+        m = beta1 * m + (1 - beta1) * g           (exp_avg)
+        v = beta2 * v + (1 - beta2) * g * g       (exp_avg_sq; max_exp_avg_sq keeps its running max)
+        p = p - lr / (1 - beta1**step) * m / (sqrt(v) / sqrt(1 - beta2**step) + eps)
+
+    ``max_exp_avg_sq`` is None without amsgrad; with it, the last line uses the running max of ``v``.
+    ``grad`` is never modified.
+    """
+    if maximize:
+        grad = -grad
+    if weight_decay:
+        if decoupled_weight_decay:
+            param *= 1 - lr * weight_decay
+        else:
+            grad = grad + weight_decay * param
+    exp_avg *= beta1
+    exp_avg += (1 - beta1) * grad
+    exp_avg_sq *= beta2
+    exp_avg_sq += (1 - beta2) * grad * grad
+    second_moment = exp_avg_sq if max_exp_avg_sq is None else np.maximum(max_exp_avg_sq, exp_avg_sq,
+                                                                         out=max_exp_avg_sq)
+    denom = np.sqrt(second_moment)
+    denom /= math.sqrt(1 - beta2**step)
+    denom += eps
+    param -= lr / (1 - beta1**step) * (exp_avg / denom)
 
 
 def to_numpy(a: np.ndarray) -> np.ndarray:

@@ -1,7 +1,6 @@
 """Adam and AdamW: steps scaled by running averages of the gradient and of its square."""
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
 from ..creation import zeros_like
@@ -18,7 +17,8 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     The two ``1 - beta**t`` factors undo the bias of ``m`` and ``v`` towards their zero start.
-    ``decoupled_weight_decay=True`` is AdamW's rule (see :class:`AdamW`).
+    ``decoupled_weight_decay=True`` is AdamW's rule (see :class:`AdamW`). The rule itself is the
+    backend's ``adam_update``: numpy on the CPU, one fused kernel launch per parameter on CUDA.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -35,7 +35,6 @@ class Adam(Optimizer):
             raise ValueError(f"invalid betas: {betas!r} (expected two numbers in [0, 1))")
 
     def _update(self, param: Tensor, grad: Any, state: dict[str, Any], group: ParamGroup) -> None:
-        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
         if not state:
             state["step"] = 0
             state["exp_avg"] = zeros_like(param)
@@ -43,29 +42,13 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         state["step"] += 1
-        step = state["step"]
-        if group["maximize"]:
-            grad = -grad
-        if weight_decay:
-            if group["decoupled_weight_decay"]:
-                param.data *= 1 - lr * weight_decay
-            else:
-                grad = grad + weight_decay * param.data
-        exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
-        exp_avg *= beta1
-        exp_avg += (1 - beta1) * grad
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
-        if group["amsgrad"]:
-            xp = param._backend
-            second_moment = xp.maximum(state["max_exp_avg_sq"].data, exp_avg_sq, out=state["max_exp_avg_sq"].data)
-        else:
-            second_moment = exp_avg_sq
-        step_size = lr / (1 - beta1**step)
-        denom = param._backend.sqrt(second_moment)
-        denom /= math.sqrt(1 - beta2**step)
-        denom += group["eps"]
-        param.data -= step_size * (exp_avg / denom)
+        max_exp_avg_sq = state["max_exp_avg_sq"].data if group["amsgrad"] else None
+        beta1, beta2 = group["betas"]
+        param._backend.adam_update(
+            param.data, grad, state["exp_avg"].data, state["exp_avg_sq"].data, max_exp_avg_sq,
+            step=state["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
 
 
 class AdamW(Adam):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..creation import zeros_like
 from ..tensor import Tensor
 from .optimizer import Optimizer, ParamGroup, check_non_negative
 
@@ -15,7 +16,8 @@ class SGD(Optimizer):
         g = g + momentum * b if nesterov else b   (if momentum != 0)
         p = p - lr * g
 
-    ``maximize=True`` negates the gradient first (gradient ascent).
+    ``maximize=True`` negates the gradient first (gradient ascent). The rule itself is the backend's
+    ``sgd_update``: numpy on the CPU, one fused kernel launch per parameter on CUDA.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
@@ -33,17 +35,13 @@ class SGD(Optimizer):
             )
 
     def _update(self, param: Tensor, grad: Any, state: dict[str, Any], group: ParamGroup) -> None:
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"]:
-            grad = grad + group["weight_decay"] * param.data
-        momentum = group["momentum"]
-        if momentum:
+        buffer, first_step = None, False
+        if group["momentum"]:
             buffer = state.get("momentum_buffer")
-            if buffer is None:
-                buffer = state["momentum_buffer"] = Tensor(param._backend.copy(grad), device=param.device)
-            else:
-                buffer.data *= momentum
-                buffer.data += (1 - group["dampening"]) * grad
-            grad = grad + momentum * buffer.data if group["nesterov"] else buffer.data
-        param.data -= group["lr"] * grad
+            first_step = buffer is None
+            if first_step:
+                buffer = state["momentum_buffer"] = zeros_like(param)
+        param._backend.sgd_update(
+            param.data, grad, None if buffer is None else buffer.data, lr=group["lr"], momentum=group["momentum"],
+            dampening=group["dampening"], weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+            maximize=group["maximize"], first_step=first_step)
