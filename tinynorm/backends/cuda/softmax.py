@@ -1,2 +1,69 @@
-"""(being written)"""
-__all__: list[str] = []
+"""softmax and log_softmax over the last axis of a :class:`CudaArray`, forward and backward.
+
+The names and semantics of :mod:`tinynorm.kernels.cpu.softmax` (float32 or float64, any shape, the
+result in the input's dtype and shape); the work is done by :mod:`tinynorm.kernels.cuda.softmax`, on
+the array seen as ``(rows, last axis)`` (a copy first when it is not C-contiguous).
+"""
+from __future__ import annotations
+
+import math
+
+from ...kernels.cuda import softmax as kernels
+from .array import CudaArray
+
+__all__ = ["log_softmax_backward", "log_softmax_forward", "softmax_backward", "softmax_forward"]
+
+
+def _rows(name: str, a: object):
+    """``a`` as a C-contiguous 2-D (rows, last axis) Numba device array, after checking its type."""
+    if not isinstance(a, CudaArray):
+        raise TypeError(f"{name} must be a CudaArray, got {type(a).__name__}")
+    if a.dtype not in kernels.FLOAT_DTYPES:
+        raise TypeError(f"{name} must have dtype float32 or float64, got {a.dtype}")
+    width = a.shape[-1] if a.ndim else 1  # a 0-d array is one row of one element
+    return a.as_numba().reshape(math.prod(a.shape[:-1]), width)
+
+
+def _empty_like_rows(a: CudaArray, rows) -> tuple[CudaArray, object]:
+    """A new C-contiguous array of ``a``'s shape and dtype, and its storage seen as ``rows``' shape."""
+    out = CudaArray.empty(a.shape, a.dtype)
+    return out, out.storage.reshape(rows.shape)
+
+
+def _forward(x: CudaArray, log: bool) -> CudaArray:
+    rows = _rows("x", x)
+    out, out_rows = _empty_like_rows(x, rows)
+    (kernels.log_softmax_forward if log else kernels.softmax_forward)(rows, out_rows)
+    return out
+
+
+def _backward(grad: CudaArray, out: CudaArray, log: bool) -> CudaArray:
+    out_rows = _rows("out", out)
+    if not isinstance(grad, CudaArray) or grad.shape != out.shape or grad.dtype != out.dtype:
+        got = f"{grad.shape} {grad.dtype}" if isinstance(grad, CudaArray) else type(grad).__name__
+        raise ValueError(f"grad must be a CudaArray of out's shape {out.shape} and dtype {out.dtype}, got {got}")
+    dx, dx_rows = _empty_like_rows(out, out_rows)
+    backward = kernels.log_softmax_backward if log else kernels.softmax_backward
+    backward(_rows("grad", grad), out_rows, dx_rows)
+    return dx
+
+
+def softmax_forward(x: CudaArray) -> CudaArray:
+    """softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``, in x's dtype and shape."""
+    return _forward(x, False)
+
+
+def log_softmax_forward(x: CudaArray) -> CudaArray:
+    """log_softmax over the last axis: ``(x - max) - log(sum(exp(x - max)))``, in x's dtype and shape."""
+    return _forward(x, True)
+
+
+def softmax_backward(grad: CudaArray, out: CudaArray) -> CudaArray:
+    """Gradient of :func:`softmax_forward` given its result ``out``: ``out * (grad - sum(grad * out))``."""
+    return _backward(grad, out, False)
+
+
+def log_softmax_backward(grad: CudaArray, out: CudaArray) -> CudaArray:
+    """Gradient of :func:`log_softmax_forward` given its result ``out``: ``grad - exp(out) * sum(grad)``."""
+    return _backward(grad, out, True)
+

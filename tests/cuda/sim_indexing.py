@@ -1,0 +1,236 @@
+"""Advanced indexing on the CUDA backend (getitem, setitem, index_add, take_along_axis), run in Numba's
+CUDA simulator against numpy and the CPU backend.
+
+Run by test_cuda_simulator.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (or directly:
+``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_indexing.py``). Arrays stay small: the
+simulator runs one Python thread per CUDA thread.
+"""
+import numba
+import numpy as np
+import pytest
+
+if not numba.config.ENABLE_CUDASIM:
+    pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
+
+from numba import cuda
+
+from tinynorm.backends import cpu
+from tinynorm.backends.cuda import indexing
+from tinynorm.backends.cuda.array import CudaArray
+from tinynorm.kernels.cuda import indexing as kernels
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def device(array):
+    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))
+
+
+def host(a: CudaArray):
+    return a.as_numba().copy_to_host()
+
+
+def transposed(array):
+    """A non-contiguous CudaArray with ``array``'s values: the transpose of a stored transpose."""
+    stored = device(array.T)
+    strides = tuple(reversed(stored.strides))
+    return CudaArray(stored.storage, array.shape, strides)
+
+
+INDICES = [
+    [1, 0],  # a list: integer array on the first axis
+    (slice(None), [0, 2], [1, -1]),  # adjacent arrays after a slice: in place
+    (0, slice(None), [1, 2]),  # an int and an array split by a slice: index dims first
+    (slice(None), [0], Ellipsis, [1]),  # an Ellipsis splits them too
+    (None, [1], 2),  # new axis, then an array and an int (adjacent)
+    (slice(None), np.array([[2], [0]]), np.array([0, 3, -4])),  # broadcasting index arrays
+    (Ellipsis, np.array([[1], [3]], dtype=np.int32)),  # int32 indices, trailing axis
+    (slice(None, None, -1), [2]),  # a reversed slice
+    (np.array([], dtype=np.int64),),  # an empty index
+    [],  # an empty list is an empty integer index
+    (1, slice(1, 3)),  # basic indices only
+    X > 5,  # a full-shape mask
+    (slice(None), X[0, :, 0] > 4),  # a 1-D mask on the second axis
+    (X[:, 0, 0] > 100,),  # a mask selecting nothing
+    (X[:, :, 0] > 5, [1]),  # a 2-D mask broadcast with an array
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=range(len(INDICES)))
+def test_getitem_matches_numpy(index):
+    expected = X[index]
+    for a in (device(X), transposed(X)):
+        got = indexing.getitem(a, index)
+        assert got.shape == expected.shape and got.dtype == X.dtype and got.is_contiguous()
+        np.testing.assert_array_equal(host(got), expected)
+
+
+def test_getitem_with_device_index_arrays():
+    rows, mask = device(np.array([1, -1, 0])), device(X[0, 0] > 1)
+    np.testing.assert_array_equal(host(indexing.getitem(device(X), (rows, 2))), X[[1, -1, 0], 2])
+    np.testing.assert_array_equal(host(indexing.getitem(device(X), (Ellipsis, mask))), X[..., X[0, 0] > 1])
+
+
+def test_getitem_of_integers_and_masks_of_targets():
+    """The cross-entropy loss keeps the targets that differ from ignore_index: ``target[target != -100]``."""
+    target = np.array([3, -100, 0, 2, -100], dtype=np.int64)
+    got = indexing.getitem(device(target), device(target != -100))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(host(got), [3, 0, 2])
+
+
+@pytest.mark.parametrize("index, error, message", [
+    ((slice(None), [3]), IndexError, "index 3 is out of bounds for axis 1 with size 3"),
+    (([0], [0], [-5]), IndexError, "index -5 is out of bounds for axis 2 with size 4"),
+    ((0, 3), IndexError, "index 3 is out of bounds for axis 1 with size 3"),
+    ((0, 0, 0, 0), IndexError, "too many indices for array: array is 3-dimensional, but 4 were indexed"),
+    ((Ellipsis, 0, Ellipsis), IndexError, "an index can only have a single ellipsis"),
+    (([0, 1], [0, 1, 2]), IndexError, r"could not be broadcast together with shapes \(2,\) \(3,\)"),
+    (np.array([0.5]), IndexError, "must be of integer .* type, got float64"),
+    (np.ones(3, bool), IndexError, r"boolean index of shape \(3,\) does not match .* shape \(2,\)"),
+    (True, TypeError, "a boolean scalar is not a supported index"),
+    ("a", TypeError, "expected ints, slices, None, Ellipsis or integer/boolean arrays, got str"),
+])
+def test_getitem_errors(index, error, message):
+    with pytest.raises(error, match=message):
+        indexing.getitem(device(X), index)
+
+
+@pytest.mark.parametrize("index, value", [
+    ((slice(None), [0, 2], [1, -1]), 5.0),  # a scalar
+    ((slice(None), [0, 2], [1, -1]), np.array([1.0, 2.0], np.float32)),  # broadcast over the slice
+    (([1, 0], slice(1, 3)), np.arange(16, dtype=np.float32).reshape(2, 2, 4)),
+    ((0, slice(None), [1, 2]), np.arange(6, dtype=np.float32).reshape(2, 3)),  # index dims first
+    (X > 20, -1.0),  # a mask
+    ((1, slice(1, 3)), np.float32(7)),  # basic indices
+])
+def test_setitem_matches_numpy(index, value):
+    expected = X.copy()
+    expected[index] = value
+    for a in (device(X), transposed(X)):
+        indexing.setitem(a, index, value if np.ndim(value) == 0 else device(value))
+        np.testing.assert_array_equal(host(a), expected)
+
+
+def test_setitem_writes_through_a_view():
+    """The write goes through the view's strides and offset into the storage it shares."""
+    base = device(np.zeros((4, 5), np.float32))
+    view = CudaArray(base.storage, (2, 5), strides=(10, 1), offset=5)  # rows 1 and 3
+    indexing.setitem(view, ([0, 1], [4, 0]), device(np.array([1.0, 2.0], np.float32)))
+    expected = np.zeros((4, 5), np.float32)
+    expected[1, 4], expected[3, 0] = 1, 2
+    np.testing.assert_array_equal(host(base), expected)
+
+
+def test_setitem_repeated_indices_last_wins():
+    a = device(np.zeros(4, np.float32))
+    indexing.setitem(a, np.array([2, 0, 2, 2, 0]), device(np.arange(1, 6, dtype=np.float32)))
+    np.testing.assert_array_equal(host(a), [5, 0, 4, 0])
+
+
+def test_setitem_the_losses_patterns():
+    """``target_dist[arange(n), target] = 1 - s`` and ``dlogp[arange(n), target] = -(scale * valid)``."""
+    n, classes = 5, 4
+    target = np.array([3, 0, 0, 2, 1])
+    rows = device(np.arange(n))
+    dist = device(np.zeros((n, classes), np.float32))
+    indexing.setitem(dist, (rows, device(target)), 1 - 0.1)
+    values = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    dlogp = device(np.zeros((n, classes), np.float32))
+    indexing.setitem(dlogp, (rows, device(target)), device(-values))
+    expected_dist, expected_dlogp = np.zeros((n, classes), np.float32), np.zeros((n, classes), np.float32)
+    expected_dist[np.arange(n), target] = np.float32(0.9)
+    expected_dlogp[np.arange(n), target] = -values
+    np.testing.assert_array_equal(host(dist), expected_dist)
+    np.testing.assert_array_equal(host(dlogp), expected_dlogp)
+
+
+def test_setitem_from_a_view_of_itself():
+    a = device(np.arange(5, dtype=np.float32))
+    indexing.setitem(a, [1, 2, 3, 4], CudaArray(a.storage, (4,)))  # a[1:] = a[:4], read before written
+    np.testing.assert_array_equal(host(a), [0, 0, 1, 2, 3])
+
+
+def test_setitem_errors():
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(3,\) into shape \(2,\)"):
+        indexing.setitem(device(X), (0, 0, [1, 2]), device(np.ones(3, np.float32)))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 2 with size 4"):
+        indexing.setitem(device(X), (0, 0, [4]), 1.0)
+
+
+@pytest.mark.parametrize("index", [
+    (slice(None), [0, 2, 0, 0], [1, 1, 1, -3]),  # repeated positions add up
+    np.array([[1, 1], [0, 1]]),
+    (0, slice(None), [3, 3]),
+    (1, slice(0, 2)),  # basic indices
+    X > 10,  # a mask
+])
+def test_index_add_matches_numpy(index):
+    values = np.random.default_rng(1).standard_normal(X[index].shape).astype(np.float32)
+    got = indexing.index_add(X.shape, index, device(values))
+    expected = np.zeros(X.shape, np.float32)
+    np.add.at(expected, index, values)
+    np.testing.assert_allclose(host(got), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(host(got), cpu.index_add(X.shape, index, values), rtol=1e-6, atol=1e-6)
+
+
+def test_index_add_is_the_embedding_gradient_and_deterministic():
+    """``weight[ids]`` backward: rows of repeated ids add up, in index order, bit-identical per run."""
+    rng = np.random.default_rng(2)
+    ids = np.array([[1, 4, 1], [1, 0, 4]])
+    grad = rng.standard_normal((2, 3, 6)).astype(np.float64)
+    runs = [host(indexing.index_add((5, 6), device(ids), transposed(grad))) for _ in range(2)]
+    expected = np.zeros((5, 6))
+    np.add.at(expected, ids, grad)
+    np.testing.assert_allclose(runs[0], expected, rtol=1e-14)
+    assert runs[0].tobytes() == runs[1].tobytes()
+
+
+def test_index_add_errors():
+    with pytest.raises(TypeError, match="values must be a CudaArray, got ndarray"):
+        indexing.index_add((3,), [0], np.ones(1))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) into shape \(3,\)"):
+        indexing.index_add((3,), [0, 1, 2], device(np.ones(2, np.float32)))
+
+
+@pytest.mark.parametrize("shape, indices, axis", [
+    ((4, 5), [[2], [0], [4], [-1]], 1),  # the cross-entropy pick: logp[i, target[i]]
+    ((4, 5), [[0, 3, 1, 2, 0]], 0),
+    ((2, 3, 4), np.zeros((2, 3, 2), np.int64) + [1, -2], -1),
+    ((2, 3, 4), [[[2]], [[0]]], 1),  # broadcast against a's other dims
+])
+def test_take_along_axis_matches_numpy(shape, indices, axis):
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    indices = np.asarray(indices)
+    expected = np.take_along_axis(a, indices, axis)
+    for source in (device(a), transposed(a)):
+        got = indexing.take_along_axis(source, device(indices), axis)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(host(got), expected)
+
+
+def test_take_along_axis_errors():
+    a = device(np.zeros((2, 3), np.float32))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
+        indexing.take_along_axis(a, device(np.array([[0], [3]])), 1)
+    with pytest.raises(ValueError, match="same number of dims, got 1 and 2"):
+        indexing.take_along_axis(a, device(np.array([0])), 1)
+    with pytest.raises(ValueError, match="axis 2 is out of range for a 2-d array"):
+        indexing.take_along_axis(a, device(np.array([[0]])), 2)
+    with pytest.raises(IndexError, match="indices must be integers, got dtype float32"):
+        indexing.take_along_axis(a, device(np.array([[0.0]], np.float32)), 1)
+    with pytest.raises(ValueError, match=r"indices of shape \(3, 1\) do not broadcast against a of shape \(2, 3\)"):
+        indexing.take_along_axis(a, device(np.zeros((3, 1), np.int64)), 1)
+
+
+def test_group_positions_sorts_stably():
+    order, starts = kernels.group_positions(cuda.to_device(np.array([7, 2, 7, 2, 9], np.int64)))
+    np.testing.assert_array_equal(order.copy_to_host(), [1, 3, 0, 2, 4])
+    np.testing.assert_array_equal(starts.copy_to_host(), [0, 2, 4, 5])
+
+
+@pytest.mark.parametrize("shape", [(150,), (3, 50), (2, 0)])
+def test_nonzero_over_several_chunks(shape):
+    mask = np.random.default_rng(4).random(shape) < 0.3
+    coords = kernels.nonzero(cuda.to_device(mask.ravel()), shape).copy_to_host()
+    np.testing.assert_array_equal(coords, np.stack(np.nonzero(mask)))

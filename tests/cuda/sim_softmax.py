@@ -1,0 +1,133 @@
+"""softmax / log_softmax on the CUDA backend, run in Numba's CUDA simulator, against float64 numpy
+references and the CPU backend.
+
+Run by test_cuda_simulator.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (or directly:
+``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_softmax.py``). Shapes stay small: the
+simulator runs one Python thread per CUDA thread.
+"""
+import numba
+import numpy as np
+import pytest
+
+if not numba.config.ENABLE_CUDASIM:
+    pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
+
+from numba import cuda
+
+from tinynorm.backends import cpu
+from tinynorm.backends.cuda import softmax as backend
+from tinynorm.backends.cuda.array import CudaArray
+from tinynorm.kernels.cuda import softmax as kernels
+
+TOLERANCE = {np.float32: 2e-6, np.float64: 1e-13}
+SHAPES = [(5, 7), (2, 2, 40), (1, 300), (4,), ()]
+
+
+def device(array):
+    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))
+
+
+def host(a: CudaArray):
+    return a.as_numba().copy_to_host()
+
+
+def reference_log_softmax(x):
+    x = x.astype(np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def assert_close(actual: CudaArray, expected, dtype):
+    assert actual.dtype == dtype and actual.shape == expected.shape
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(host(actual), expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_forward_matches_float64_reference(shape, dtype):
+    x = (np.random.default_rng(0).standard_normal(shape) * 3).astype(dtype)
+    expected = reference_log_softmax(x)
+    assert_close(backend.log_softmax_forward(device(x)), expected, dtype)
+    assert_close(backend.softmax_forward(device(x)), np.exp(expected), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_backward_matches_float64_reference(shape, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(dtype)
+    grad = rng.standard_normal(shape).astype(dtype)
+    logp = reference_log_softmax(x)
+    s, g = np.exp(logp), grad.astype(np.float64)
+    out = backend.softmax_forward(device(x))
+    assert_close(backend.softmax_backward(device(grad), out), s * (g - (g * s).sum(-1, keepdims=True)), dtype)
+    log_out = backend.log_softmax_forward(device(x))
+    assert_close(backend.log_softmax_backward(device(grad), log_out), g - s * g.sum(-1, keepdims=True), dtype)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_matches_the_cpu_backend(name):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 33)).astype(np.float32)
+    grad = rng.standard_normal((6, 33)).astype(np.float32)
+    cpu_forward, cpu_backward = getattr(cpu, f"{name}_forward"), getattr(cpu, f"{name}_backward")
+    gpu_forward, gpu_backward = getattr(backend, f"{name}_forward"), getattr(backend, f"{name}_backward")
+    cpu_out, gpu_out = cpu_forward(x), gpu_forward(device(x))
+    np.testing.assert_allclose(host(gpu_out), cpu_out, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(host(gpu_backward(device(grad), gpu_out)), cpu_backward(grad, cpu_out),
+                               rtol=2e-6, atol=2e-6)
+
+
+def test_non_contiguous_input():
+    """A transposed view: softmax runs over its last axis, whatever the storage order."""
+    x = np.random.default_rng(3).standard_normal((9, 4)).astype(np.float32)
+    stored = device(x)
+    view = CudaArray(stored.storage, (4, 9), strides=(1, 4))
+    assert not view.is_contiguous()
+    assert_close(backend.log_softmax_forward(view), reference_log_softmax(x.T), np.float32)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # -inf - -inf, in the simulator
+def test_large_logits_and_masked_entries():
+    """Shifting by the row max keeps 1000s finite; -inf entries give 0; an all -inf row gives NaN."""
+    x = np.array([[1000.0, 999.0, -np.inf, 998.0], [-np.inf] * 4], dtype=np.float32)
+    probs = host(backend.softmax_forward(device(x)))
+    expected = np.exp(reference_log_softmax(x[:1]))[0]
+    np.testing.assert_allclose(probs[0], expected, rtol=2e-6, atol=1e-7)
+    assert probs[0, 2] == 0 and np.isnan(probs[1]).all()
+    log_probs = host(backend.log_softmax_forward(device(x)))
+    assert log_probs[0, 2] == -np.inf and np.isfinite(log_probs[0, [0, 1, 3]]).all()
+
+
+def test_empty_arrays():
+    for shape in [(0, 5), (3, 0)]:
+        x = device(np.zeros(shape, np.float32))
+        assert backend.softmax_forward(x).shape == shape
+        assert backend.log_softmax_backward(x, backend.log_softmax_forward(x)).shape == shape
+
+
+def test_repeated_calls_are_bit_identical():
+    x = device(np.random.default_rng(4).standard_normal((3, 500)).astype(np.float32))
+    first, second = host(backend.softmax_forward(x)), host(backend.softmax_forward(x))
+    assert first.tobytes() == second.tobytes()
+
+
+def test_threads_per_block():
+    assert [kernels.threads_for(n) for n in (1, 32, 33, 200, 256, 10_000)] == [32, 32, 64, 256, 256, 256]
+
+
+def test_bad_arguments():
+    x = device(np.zeros((2, 3), np.float32))
+    with pytest.raises(TypeError, match="x must be a CudaArray, got ndarray"):
+        backend.softmax_forward(np.zeros((2, 3), np.float32))
+    with pytest.raises(TypeError, match="x must have dtype float32 or float64, got int64"):
+        backend.softmax_forward(device(np.zeros((2, 3), np.int64)))
+    with pytest.raises(ValueError, match=r"grad must be a CudaArray of out's shape \(2, 3\)"):
+        backend.softmax_backward(device(np.zeros((3, 2), np.float32)), x)
+    with pytest.raises(ValueError, match="grad must be a CudaArray .* float32, got .* float64"):
+        backend.log_softmax_backward(device(np.zeros((2, 3))), x)
+    with pytest.raises(ValueError, match=r"out must have shape \(2, 3\) and dtype float32, got \(3, 2\)"):
+        kernels.softmax_forward(x.as_numba(), out=cuda.device_array((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"x must be 2-D \(rows, cols\), got shape \(6,\)"):
+        kernels.softmax_forward(cuda.device_array(6, np.float32))

@@ -1,0 +1,58 @@
+"""The CUDA indexing kernels (gather, scatter, take_along_axis, index positions, nonzero, fill) compile to PTX for
+cc 9.0 for every dtype they move (float16/32/64, int64, bool), with 1- to 3-d layouts, and only
+the float64 ones contain float64 instructions. Needs NVVM (the cuda extra), not a GPU; runs without
+the simulator."""
+import numba
+import pytest
+
+if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
+    pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
+
+from numba import types
+from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, tuple_type
+
+from tinynorm.kernels.cuda import indexing
+
+DTYPES = [F16, F32, F64_TYPE, I64, BOOL]
+INDEX = array_type(I64, 1)
+FLAG = array_type(types.int32, 1)
+
+
+def _cases(dtype, ndim):
+    data, shape = array_type(dtype, 1), tuple_type(ndim)
+    return [
+        ("gather", indexing._gather_kernel, (data, data, I64, shape, shape, INDEX, I64)),
+        ("scatter", indexing._scatter_kernel,
+         (data, I64, shape, shape, INDEX, INDEX, INDEX, I64, data, I64, shape, shape, BOOL)),
+        ("take_along", indexing._take_along_kernel,
+         (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape, FLAG)),
+        ("fill", indexing._fill_kernel, (data, dtype)),
+    ]
+
+
+@pytest.mark.parametrize("ndim", [1, 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_data_kernels_compile(compile_ptx, dtype, ndim):
+    for name, kernel, signature in _cases(dtype, ndim):
+        if name == "fill" and ndim != 1:
+            continue
+        ptx = compile_ptx(kernel, signature)
+        assert ".entry" in ptx, name
+        if dtype != F64_TYPE:
+            assert not F64.findall(ptx), (name, F64.findall(ptx)[:3])
+
+
+@pytest.mark.parametrize("ndim", [1, 2])
+def test_nonzero_kernels_compile(compile_ptx, ndim):
+    mask = array_type(BOOL, 1)
+    for kernel, signature in [(indexing._count_kernel, (mask, INDEX)),
+                              (indexing._nonzero_kernel, (mask, INDEX, tuple_type(ndim), array_type(I64, 2)))]:
+        ptx = compile_ptx(kernel, signature)
+        assert ".entry" in ptx and not F64.findall(ptx)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_positions_kernel_compiles(compile_ptx, count):
+    signature = (array_type(I64, 2), tuple_type(count), tuple_type(count), INDEX, FLAG)
+    ptx = compile_ptx(indexing._positions_kernel, signature)
+    assert ".entry" in ptx and not F64.findall(ptx)

@@ -1,0 +1,184 @@
+"""softmax and log_softmax over the rows of a 2-D device array, forward and backward, on the GPU.
+
+Same semantics as :mod:`tinynorm.kernels.cpu.softmax`: every row is shifted by its maximum before
+``exp`` (no overflow, ``-inf`` entries give zeros, an all ``-inf`` row gives NaN), and with
+``s = softmax(x)`` and upstream gradient ``g``: ``softmax``: ``dx = s * (g - sum(g * s))``;
+``log_softmax`` (``out = log s``): ``dx = g - s * sum(g)``.
+
+One block per row (a grid-stride loop over rows): each thread walks the columns ``t, t + threads, ...``
+and the block combines the threads' maxima and sums with a tree in shared memory, always in the same
+order, so results are bit-identical from run to run. The arithmetic is in the array's dtype: float32
+data never touches float64 (the shared buffer and the constants are built per dtype by a factory),
+float64 data is computed in float64. Arrays in are C-contiguous ``(rows, cols)`` float32/float64
+device arrays (host numpy arrays are copied over, for tests).
+"""
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+from numba import cuda, from_dtype
+
+from ._shared import grid_size, on_device
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+MAX_THREADS = 256  # threads per block, a power of two (the tree halves it)
+
+
+def threads_for(cols: int) -> int:
+    """Threads per block for rows of ``cols``: a power of two from one warp up to MAX_THREADS."""
+    threads = 32
+    while threads < min(cols, MAX_THREADS):
+        threads *= 2
+    return threads
+
+
+@cuda.jit(device=True)
+def block_reduce(buffer, value, take_max):
+    """The max (``take_max``) or the sum of ``value`` over the block, returned to every thread.
+
+    A tree in ``buffer`` (shared, at least blockDim.x entries; blockDim.x a power of two): thread ``t``
+    combines entries ``t`` and ``t + half`` while ``half`` halves, so the order never changes. Every
+    thread of the block must call it.
+    """
+    t = cuda.threadIdx.x
+    buffer[t] = value
+    cuda.syncthreads()
+    half = cuda.blockDim.x // 2
+    while half > 0:
+        if t < half:
+            other = buffer[t + half]
+            if take_max:
+                buffer[t] = max(buffer[t], other)
+            else:
+                buffer[t] = buffer[t] + other
+        cuda.syncthreads()
+        half //= 2
+    result = buffer[0]
+    cuda.syncthreads()  # everyone has read the result before the buffer is used again
+    return result
+
+
+@cache
+def forward_kernel(dtype: np.dtype):
+    """The forward kernel for ``dtype`` data: ``kernel(x, out, log)`` with ``log`` choosing log_softmax."""
+    numba_type = from_dtype(dtype)
+    zero = dtype.type(0)
+
+    @cuda.jit(cache=True)
+    def kernel(x, out, log):
+        buffer = cuda.shared.array(MAX_THREADS, numba_type)
+        rows, cols = x.shape
+        for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            largest = x[row, 0]
+            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                largest = max(largest, x[row, j])
+            largest = block_reduce(buffer, largest, True)
+            total = zero
+            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                e = math.exp(x[row, j] - largest)
+                if not log:
+                    out[row, j] = e  # scaled below: each thread reads back only what it wrote
+                total += e
+            total = block_reduce(buffer, total, False)
+            if log:
+                lse = math.log(total)
+                for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                    out[row, j] = (x[row, j] - largest) - lse
+            else:
+                for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                    out[row, j] = out[row, j] / total
+
+    return kernel
+
+
+@cache
+def backward_kernel(dtype: np.dtype):
+    """The backward kernel for ``dtype``: ``kernel(grad, out, dx, log)``, ``out`` the forward's result."""
+    numba_type = from_dtype(dtype)
+    zero = dtype.type(0)
+
+    @cuda.jit(cache=True)
+    def kernel(grad, out, dx, log):
+        buffer = cuda.shared.array(MAX_THREADS, numba_type)
+        rows, cols = grad.shape
+        for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            total = zero
+            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                total += grad[row, j] if log else grad[row, j] * out[row, j]
+            total = block_reduce(buffer, total, False)
+            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                if log:
+                    dx[row, j] = grad[row, j] - math.exp(out[row, j]) * total
+                else:
+                    dx[row, j] = out[row, j] * (grad[row, j] - total)
+
+    return kernel
+
+
+def _check_rows(name: str, array: object):
+    """``array`` on the device after checking it is a C-contiguous 2-D float32/float64 array."""
+    array = on_device(name, array)
+    if np.dtype(array.dtype) not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must have dtype float32 or float64, got {array.dtype}")
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows, cols), got shape {tuple(array.shape)}")
+    if not array.is_c_contiguous():
+        raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {tuple(array.shape)}")
+    return array
+
+
+def _result(out: object | None, like) -> object:
+    """``out`` after checking it matches ``like`` (shape, dtype, C-contiguous), or a new device array."""
+    if out is None:
+        return cuda.device_array(like.shape, like.dtype)
+    out = _check_rows("out", out)
+    if out.shape != like.shape or out.dtype != like.dtype:
+        raise ValueError(f"out must have shape {tuple(like.shape)} and dtype {like.dtype}, "
+                         f"got {tuple(out.shape)} {out.dtype}")
+    return out
+
+
+def _launch(kernel, rows: int, cols: int, *args) -> None:
+    if rows and cols:
+        kernel[grid_size(rows, 1), threads_for(cols)](*args)
+
+
+def _forward(x, out, log: bool):
+    x = _check_rows("x", x)
+    out = _result(out, x)
+    _launch(forward_kernel(np.dtype(x.dtype)), *x.shape, x, out, log)
+    return out
+
+
+def _backward(grad, out, log: bool, dx):
+    out = _check_rows("out", out)
+    grad = _check_rows("grad", grad)
+    if grad.shape != out.shape or grad.dtype != out.dtype:
+        raise ValueError(f"grad must have the shape {tuple(out.shape)} and dtype {out.dtype} of out, "
+                         f"got {tuple(grad.shape)} {grad.dtype}")
+    dx = _result(dx, out)
+    _launch(backward_kernel(np.dtype(out.dtype)), *out.shape, grad, out, dx, log)
+    return dx
+
+
+def softmax_forward(x, out=None):
+    """softmax of each row of ``x`` (rows, cols): ``exp(x - max) / sum(exp(x - max))``, x's dtype
+    (written into ``out`` when given)."""
+    return _forward(x, out, False)
+
+
+def log_softmax_forward(x, out=None):
+    """log_softmax of each row of ``x`` (rows, cols): ``(x - max) - log(sum(exp(x - max)))``, x's dtype."""
+    return _forward(x, out, True)
+
+
+def softmax_backward(grad, out, dx=None):
+    """Gradient of :func:`softmax_forward` given its result ``out``: ``out * (grad - sum(grad * out))``."""
+    return _backward(grad, out, False, dx)
+
+
+def log_softmax_backward(grad, out, dx=None):
+    """Gradient of :func:`log_softmax_forward` given its result ``out``: ``grad - exp(out) * sum(grad)``."""
+    return _backward(grad, out, True, dx)
