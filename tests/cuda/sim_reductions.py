@@ -1,0 +1,191 @@
+"""The CUDA backend's reductions (sum, mean, amax, amin, argmax, argmin, unbroadcast) in Numba's CUDA
+simulator, against numpy (float64 references for float sums).
+
+Run by test_cuda_simulator.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``. The simulator runs
+one Python thread per CUDA thread, so blocks are lowered to 32 threads (64 where a test needs a block
+wider than a segment) and rows are split into segments from 40 columns on where a test needs the
+two-pass path.
+"""
+import numba
+import numpy as np
+import pytest
+
+if not numba.config.ENABLE_CUDASIM:
+    pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
+
+from numba import cuda
+
+from tinynorm.backends import cpu
+from tinynorm.backends.cuda import reductions as backend
+from tinynorm.backends.cuda.array import CudaArray
+from tinynorm.kernels.cuda import reductions as kernels
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(kernels, "BLOCK_THREADS", 32)
+
+
+@pytest.fixture
+def split_rows(monkeypatch):
+    """Rows of 40+ columns are reduced in segments of at least 40 columns, then a second pass."""
+    monkeypatch.setattr(kernels, "MIN_SEGMENT_COLS", 40)
+
+
+def on_device(array: np.ndarray) -> CudaArray:
+    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))  # ascontiguousarray makes 0-d 1-d
+
+
+def host(array: CudaArray) -> np.ndarray:
+    array = array.contiguous()
+    return array.storage.copy_to_host()[array.offset:array.offset + array.size].reshape(array.shape)
+
+
+def strided_view(base: np.ndarray, shape, strides, offset=0) -> tuple[CudaArray, np.ndarray]:
+    """The same non-contiguous view (strides and offset in elements) of ``base`` on both devices."""
+    flat = np.ascontiguousarray(base).ravel()
+    expected = np.lib.stride_tricks.as_strided(flat[offset:], shape, [s * flat.itemsize for s in strides])
+    return CudaArray(cuda.to_device(flat), shape, strides, offset), expected.copy()
+
+
+def assert_result(actual: CudaArray, expected, dtype, rtol=0.0):
+    """``actual`` is a CudaArray of numpy's shape and ``dtype`` whose values match ``expected``."""
+    assert isinstance(actual, CudaArray)
+    assert actual.shape == np.shape(expected) and actual.dtype == dtype, (actual.shape, actual.dtype)
+    np.testing.assert_allclose(host(actual), expected, rtol=rtol, atol=rtol * max(1.0, np.abs(expected).max(initial=0)))
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (None, True), (0, True), (-1, False), ((0, 2), True),
+                                            ((-1, 1), False)])
+def test_float32_sum_mean_amax_amin_match_numpy(rng, axis, keepdims):
+    """Rows of 4 to 240 columns: thread-per-row and block kernels, tuple and negative axes."""
+    x = rng.standard_normal((4, 3, 20)).astype(np.float32)
+    device = on_device(x)
+    for name in ("sum", "mean", "amax", "amin"):
+        expected = getattr(np, name)(x.astype(np.float64), axis=axis, keepdims=keepdims)
+        assert_result(getattr(backend, name)(device, axis, keepdims), expected, np.float32, 1e-5)
+
+
+def test_full_reductions_return_0d_arrays(rng):
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    for name in ("sum", "mean", "amax", "amin", "argmax", "argmin"):
+        result = getattr(backend, name)(on_device(x))
+        assert isinstance(result, CudaArray) and result.shape == ()
+        np.testing.assert_allclose(host(result), getattr(np, name)(x), rtol=1e-6)
+    scalar = on_device(np.array(2.5, np.float32))  # a 0-d input reduces nothing
+    assert_result(backend.sum(scalar, axis=0), 2.5, np.float32)
+    assert_result(backend.amax(scalar, keepdims=True), 2.5, np.float32)
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+def test_non_contiguous_views(rng, monkeypatch, threads):
+    """A transposed slice with an offset, and a broadcast (stride 0); 64 threads > 40 columns."""
+    monkeypatch.setattr(kernels, "BLOCK_THREADS", threads)
+    base = rng.standard_normal((6, 50)).astype(np.float32)
+    device, view = strided_view(base, (40, 3), (1, 100), offset=5)  # x[0::2, 5:45].T
+    for axis in (0, 1, None):
+        assert_result(backend.sum(device, axis), view.astype(np.float64).sum(axis=axis), np.float32, 1e-5)
+        assert_result(backend.amin(device, axis), view.min(axis=axis), np.float32)
+        assert_result(backend.argmax(device, axis), view.argmax(axis=axis), np.int64)
+    device, view = strided_view(base[0], (3, 50), (0, 1))
+    assert_result(backend.mean(device, axis=0), view.mean(axis=0), np.float32, 1e-6)
+    assert_result(backend.amax(device, axis=1, keepdims=True), view.max(axis=1, keepdims=True), np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.int64])
+def test_integer_and_bool_results_have_numpy_dtypes(rng, dtype):
+    """Sums widen to int64 (uint64), means are float64, extremes keep the dtype: all exact."""
+    x = rng.integers(0, 2 if dtype is np.bool_ else 100, (3, 40)).astype(dtype)
+    device = on_device(x)
+    for name in ("sum", "mean", "amax", "amin", "argmax", "argmin"):
+        for axis in (None, 0, 1):  # 120, 3 and 40 columns
+            expected = getattr(np, name)(x, axis=axis)
+            assert_result(getattr(backend, name)(device, axis), expected, np.asarray(expected).dtype)
+
+
+def test_float16_accumulates_in_float32_and_float64_stays_float64(rng):
+    x16 = (rng.standard_normal((2, 300)) + 10).astype(np.float16)  # float16 running sums would lose ~1%
+    expected = x16.astype(np.float64).sum(axis=1)
+    assert_result(backend.sum(on_device(x16), axis=1), expected, np.float16, 1e-3)
+    assert_result(backend.mean(on_device(x16), axis=1), expected / 300, np.float16, 1e-3)
+    assert_result(backend.amax(on_device(x16), axis=1), x16.max(axis=1), np.float16)
+    x64 = rng.standard_normal((3, 45))
+    assert_result(backend.sum(on_device(x64), axis=1), x64.sum(axis=1), np.float64, 1e-13)
+    assert_result(backend.sum(on_device(x64), axis=1, dtype=np.float32), x64.sum(axis=1), np.float32, 1e-5)
+
+
+def test_ties_go_to_the_first_index(rng, split_rows):
+    x = np.zeros((3, 120), np.float32)
+    x[0, [7, 50, 90]] = 2.0  # the same maximum in three segments
+    x[1, [100, 60]] = -1.0
+    x[2] = 1.0
+    for axis in (1, None):
+        for name in ("argmax", "argmin"):
+            assert_result(getattr(backend, name)(on_device(x), axis), getattr(np, name)(x, axis=axis), np.int64)
+    small = np.array([[3, 1, 3, 1]], np.int32)  # the thread-per-row kernel
+    assert_result(backend.argmax(on_device(small), 1), [0], np.int64)
+    assert_result(backend.argmin(on_device(small), -1, keepdims=True), [[1]], np.int64)
+
+
+@pytest.mark.parametrize("cols", [10, 120], ids=["thread-per-row", "two passes"])
+def test_nan_wins_and_the_first_nan_is_found(rng, split_rows, cols):
+    x = rng.standard_normal((3, cols)).astype(np.float32)
+    x[0, [cols - 1, cols // 2]] = np.nan
+    x[1, 3] = np.nan
+    device = on_device(x)
+    for name in ("argmax", "argmin"):
+        assert_result(getattr(backend, name)(device, 1), getattr(np, name)(x, axis=1), np.int64)
+        assert_result(getattr(backend, name)(device), getattr(np, name)(x), np.int64)
+    for name in ("amax", "amin"):
+        result = host(getattr(backend, name)(device, axis=1))
+        np.testing.assert_array_equal(result, getattr(np, name)(x, axis=1))  # NaNs compare equal here
+
+
+def test_two_pass_reductions_match_and_are_deterministic(rng, split_rows):
+    """Two rows of 200 columns: five segments each, then a pass over the partials."""
+    assert kernels._segments(2, 200) == (5, 40)
+    x = rng.standard_normal((2, 200)).astype(np.float32)
+    device = on_device(x)
+    first = backend.sum(device, axis=1)
+    assert_result(first, x.astype(np.float64).sum(axis=1), np.float32, 1e-5)
+    np.testing.assert_array_equal(host(backend.sum(device, axis=1)), host(first))
+    assert_result(backend.mean(device), x.astype(np.float64).mean(), np.float32, 1e-5)
+    assert_result(backend.amin(device, axis=1), x.min(axis=1), np.float32)
+    assert_result(backend.argmax(device), x.argmax(), np.int64)
+
+
+def test_empty_reductions_follow_numpy():
+    empty_rows = on_device(np.zeros((3, 0), np.float32))
+    assert_result(backend.sum(empty_rows, axis=1), np.zeros(3), np.float32)
+    assert_result(backend.sum(on_device(np.zeros((0, 2), np.int32))), 0, np.int64)
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        assert np.isnan(host(backend.mean(empty_rows, axis=1))).all()
+    assert_result(backend.amax(on_device(np.zeros((0, 3), np.float32)), axis=1), np.zeros(0), np.float32)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        backend.amax(empty_rows, axis=1)
+    with pytest.raises(ValueError, match="attempt to get argmin of an empty sequence"):
+        backend.argmin(empty_rows)
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (4,), (1, 3, 4), (2, 3, 4), ()])
+def test_unbroadcast_matches_the_cpu_backend(rng, shape):
+    grad = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    expected = cpu.unbroadcast(grad.astype(np.float64), shape)
+    assert_result(backend.unbroadcast(on_device(grad), shape), expected, np.float32, 1e-6)
+
+
+def test_bad_arguments_raise_clear_errors():
+    x = on_device(np.zeros((2, 3), np.float32))
+    with pytest.raises(np.exceptions.AxisError, match="axis 2 is out of bounds for array of dimension 2"):
+        backend.sum(x, axis=2)
+    with pytest.raises(ValueError, match=r"sum: duplicate value in axis, got \(1, -1\)"):
+        backend.sum(x, axis=(1, -1))
+    with pytest.raises(TypeError, match="mean: axis must be None, an int or a tuple of ints, got 1.0"):
+        backend.mean(x, axis=1.0)
+    with pytest.raises(TypeError, match=r"argmax: axis must be None or an int, got \(0,\)"):
+        backend.argmax(x, axis=(0,))
+    with pytest.raises(TypeError, match="amax: expected a CudaArray, got ndarray"):
+        backend.amax(np.zeros(3))
+    with pytest.raises(ValueError, match=r"unbroadcast: grad of shape \(2, 3\) cannot come from broadcasting "
+                                         r"shape \(2,\)"):
+        backend.unbroadcast(x, (2,))
