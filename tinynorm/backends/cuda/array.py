@@ -6,7 +6,11 @@ basic slicing and reshaping a contiguous array only make a new view; kernels tha
 inputs get them from :meth:`CudaArray.as_numba`, which copies only when the view is not contiguous.
 
 It offers the part of numpy's ndarray interface that tinynorm's ops use, so an op's forward and
-backward are the same code on both devices.
+backward are the same code on both devices: operators with broadcasting and numpy's dtype rules
+(:mod:`.elementwise`), ``astype``, ``reshape``, ``transpose``/``.T``, basic indexing as views and
+assignment through views (:mod:`.shape`), advanced indexing (:mod:`.indexing`) and reductions
+(:mod:`.reductions`). It never converts itself to a host array silently: ``np.asarray(a)`` raises,
+copies to the host are explicit (``to_numpy``), as in PyTorch.
 """
 from __future__ import annotations
 
@@ -30,10 +34,38 @@ def contiguous_strides(shape: Shape) -> Shape:
     return tuple(reversed(strides))
 
 
+def _operator(name: str, reflected: bool = False) -> Any:
+    """The method ``self <op> other`` (or ``other <op> self`` when ``reflected``) calling the
+    elementwise function ``name``; NotImplemented for operand types it does not know, so Python can
+    try the other operand's method."""
+    def method(self: CudaArray, other: Any) -> Any:
+        if not isinstance(other, _OPERAND_TYPES):
+            return NotImplemented
+        function = getattr(elementwise, name)
+        return function(other, self) if reflected else function(self, other)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _in_place(name: str) -> Any:
+    """The method ``self <op>= other``: the elementwise function ``name`` writing into ``self``
+    (which may be a view: the results go through its strides)."""
+    def method(self: CudaArray, other: Any) -> Any:
+        if not isinstance(other, _OPERAND_TYPES):
+            return NotImplemented
+        getattr(elementwise, name)(self, other, out=self)
+        return self
+
+    method.__name__ = f"__i{name}__"
+    return method
+
+
 class CudaArray:
     """An n-d view (``shape``, ``strides``, ``offset`` in elements) on a flat device ``storage``."""
 
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype")
+    __slots__ = ("dtype", "offset", "shape", "storage", "strides")
+    __array_ufunc__ = None  # numpy operators and ufuncs defer to this class (ndarray + CudaArray -> __radd__)
 
     def __init__(self, storage: Any, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
         self.storage = storage
@@ -44,13 +76,13 @@ class CudaArray:
 
     # --------------------------------------------------------------------------- construction
     @classmethod
-    def empty(cls, shape: Shape, dtype: Any) -> "CudaArray":
+    def empty(cls, shape: Shape, dtype: Any) -> CudaArray:
         """A new uninitialised C-contiguous array."""
         shape = tuple(int(n) for n in shape)
         return cls(cuda.device_array(math.prod(shape), dtype=np.dtype(dtype)), shape)
 
     @classmethod
-    def wrap(cls, device_array: Any) -> "CudaArray":
+    def wrap(cls, device_array: Any) -> CudaArray:
         """A C-contiguous Numba device array (a kernel's result) as a CudaArray, sharing its memory."""
         if not device_array.is_c_contiguous():
             raise ValueError(f"wrap: expected a C-contiguous device array, got strides {device_array.strides}")
@@ -88,7 +120,7 @@ class CudaArray:
         return True
 
     # ------------------------------------------------------------------------ kernel arguments
-    def contiguous(self) -> "CudaArray":
+    def contiguous(self) -> CudaArray:
         """This array if it is C-contiguous, else a C-contiguous copy."""
         if self.is_contiguous():
             return self
@@ -107,3 +139,149 @@ class CudaArray:
         """The storage from this view's offset on, for kernels that index with ``strided_offset``
         (then pass ``offset=0`` and this array's ``strides``)."""
         return self.storage[self.offset:]
+
+    # ------------------------------------------------------------------------------ conversion
+    def astype(self, dtype: Any, copy: bool = True) -> CudaArray:
+        """A C-contiguous copy converted to ``dtype`` (this array itself when ``copy`` is False and the
+        dtype is already ``dtype``)."""
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        return elementwise.assign(CudaArray.empty(self.shape, dtype), self)
+
+    def copy(self) -> CudaArray:
+        """A new C-contiguous array with these values."""
+        return self.astype(self.dtype)
+
+    def item(self) -> Any:
+        """The one element as a Python number (one device-to-host copy)."""
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
+        return self.storage[self.offset:self.offset + 1].copy_to_host()[0].item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of an array with {self.size} elements is ambiguous; "
+                             f"use a.any() or a.all()")
+        return bool(self.item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError("a CudaArray lives in GPU memory and is not converted to a numpy array implicitly: "
+                        "copy it to the host explicitly (Tensor.numpy() / Tensor.cpu(), or the backend's to_numpy)")
+
+    def __repr__(self) -> str:
+        values = np.array2string(creation.to_numpy(self), separator=", ", prefix="CudaArray(")
+        return f"CudaArray({values}, dtype={self.dtype})"
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (version 3) of this view, for PyTorch, CuPy and ``cuda.as_cuda_array``.
+
+        Under Numba's CUDA simulator the storage lives in host memory and has no device pointer, so
+        the attribute does not exist there (``hasattr`` is False) rather than pointing at host memory.
+        """
+        base = getattr(self.storage, "__cuda_array_interface__", None)
+        if base is None:
+            raise AttributeError("__cuda_array_interface__: this array's storage has no device pointer "
+                                 "(the CUDA simulator keeps arrays in host memory)")
+        pointer = base["data"][0] + self.offset * self.itemsize if self.size else 0
+        strides = None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides)
+        return {"version": 3, "shape": self.shape, "typestr": self.dtype.str, "data": (pointer, False),
+                "strides": strides, "stream": None}
+
+    # ------------------------------------------------------------------------ views and indexing
+    @property
+    def T(self) -> CudaArray:
+        """The view with the axes reversed."""
+        return shape.transpose(self)
+
+    def transpose(self, *axes: Any) -> CudaArray:
+        """The view with the axes permuted: ``a.transpose()``, ``a.transpose(1, 0)`` or ``a.transpose((1, 0))``."""
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = axes[0]
+        return shape.transpose(self, axes or None)
+
+    def reshape(self, *new_shape: Any) -> CudaArray:
+        """This array with a new shape (``a.reshape(2, -1)`` or ``a.reshape((2, -1))``): a view when it is
+        contiguous, else a copy."""
+        if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
+            new_shape = new_shape[0]
+        return shape.reshape(self, new_shape)
+
+    def __getitem__(self, index: Any) -> CudaArray:
+        """Basic indexing (ints, slices, None, ...) gives a view; array and bool indices a copy."""
+        if shape.is_basic_index(index):
+            return shape.basic_view(self, index)
+        from . import indexing
+        return indexing.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Write ``value`` (scalar, CudaArray or host array; broadcast and cast) into ``self[index]``."""
+        if shape.is_basic_index(index):
+            elementwise.assign(shape.basic_view(self, index), value)
+        else:
+            from . import indexing
+            indexing.setitem(self, index, value)
+
+    # -------------------------------------------------------------------------------- reductions
+    def sum(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        from . import reductions
+        return reductions.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        from . import reductions
+        return reductions.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        from . import reductions
+        return reductions.amax(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        from . import reductions
+        return reductions.amin(self, axis, keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        """Whether any element (along ``axis``) is nonzero: the maximum of the bool flags."""
+        return self._flags().max(axis, keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        """Whether every element (along ``axis``) is nonzero: the minimum of the bool flags."""
+        return self._flags().min(axis, keepdims)
+
+    def _flags(self) -> CudaArray:
+        return self if self.dtype == np.bool_ else self != 0
+
+    # --------------------------------------------------------------------------------- operators
+    __add__, __radd__, __iadd__ = _operator("add"), _operator("add", True), _in_place("add")
+    __sub__, __rsub__, __isub__ = _operator("subtract"), _operator("subtract", True), _in_place("subtract")
+    __mul__, __rmul__, __imul__ = _operator("multiply"), _operator("multiply", True), _in_place("multiply")
+    __truediv__, __rtruediv__ = _operator("true_divide"), _operator("true_divide", True)
+    __itruediv__ = _in_place("true_divide")
+    __pow__, __rpow__ = _operator("power"), _operator("power", True)
+    __and__, __rand__ = _operator("logical_and"), _operator("logical_and", True)
+    __or__, __ror__ = _operator("logical_or"), _operator("logical_or", True)
+    __lt__, __le__ = _operator("less"), _operator("less_equal")
+    __gt__, __ge__ = _operator("greater"), _operator("greater_equal")
+    __eq__, __ne__ = _operator("equal"), _operator("not_equal")  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  (== is elementwise, as numpy's)
+
+    def __neg__(self) -> CudaArray:
+        return elementwise.negative(self)
+
+    def __abs__(self) -> CudaArray:
+        return elementwise.abs(self)
+
+    def __invert__(self) -> CudaArray:
+        return elementwise.logical_not(self)
+
+
+_OPERAND_TYPES = (CudaArray, bool, int, float, np.bool_, np.integer, np.floating, np.ndarray)
+
+# Imported last: these modules import CudaArray from this one (the methods above use them at call time).
+from . import creation, elementwise, shape
