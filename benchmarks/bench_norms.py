@@ -1,6 +1,12 @@
-"""Benchmark the CPU normalization kernels against PyTorch CPU, plain numpy and the copy bandwidth.
+"""Benchmark the normalization kernels against PyTorch, plain numpy and the copy bandwidth.
 
 Run: ``python benchmarks/bench_norms.py [--quick] [--plot] [--out benchmarks/out/bench_norms.json]``.
+
+``--device cuda`` times the CUDA kernels against ``torch.nn.functional`` on the same GPU instead (LN,
+RMS, BN, GN forward, backward and forward+backward on the GPU issue's shapes, GB/s and fraction of
+the copy bandwidth measured in the same run; JSON to ``--out``). It needs an NVIDIA GPU, numba-cuda
+and a CUDA build of PyTorch, and stops with a clear message otherwise; the timing code is
+``benchmarks/gpu_check.py``'s, which a lent-GPU session runs (it includes this benchmark).
 
 Every case is float32. "fwd" times the allocating call (as a user or PyTorch makes it); "fwd out="
 writes into a reused buffer and shows the kernel without the page faults of a fresh output. GB/s
@@ -243,12 +249,38 @@ def plot(rows: list[dict], path: str) -> None:
     figure.savefig(path, dpi=120)
 
 
+def run_cuda(quick: bool, out: str) -> None:
+    """The ``--device cuda`` benchmark: gpu_check's timing on the issue's shapes, or a clear exit."""
+    from numba import config, cuda
+    if config.ENABLE_CUDASIM or not cuda.is_available():
+        raise SystemExit("bench_norms.py --device cuda needs an NVIDIA GPU and its driver (numba.cuda sees none"
+                         f"{', only the simulator' if config.ENABLE_CUDASIM else ''}); time the CPU kernels "
+                         "without --device, or run benchmarks/gpu_check.py on a GPU machine (docs/cuda.md)")
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_norms.py --device cuda compares with PyTorch on the same GPU: install a CUDA build "
+                         f"of PyTorch (this one, {torch.__version__}, sees no GPU)")
+    from gpu_check import BENCH_IMAGE_SHAPES, BENCH_ROW_SHAPES, Benchmark
+    from gpu_check import copy_bandwidth as device_copy_bandwidth
+
+    copy = device_copy_bandwidth(torch)
+    print(f"{torch.cuda.get_device_name()}: copy {copy / 1e9:.0f} GB/s")
+    rows = Benchmark(torch, copy).run(BENCH_ROW_SHAPES[:2] if quick else BENCH_ROW_SHAPES, BENCH_IMAGE_SHAPES,
+                                      [torch.float32] if quick else [torch.float32, torch.float16])
+    write_json(out, {"device": torch.cuda.get_device_name(), "copy_GB_per_s": copy / 1e9, "rows": rows})
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few small shapes, fewer repeats")
     parser.add_argument("--plot", action="store_true", help="also write a PNG next to the JSON")
     parser.add_argument("--out", default="benchmarks/out/bench_norms.json", help="JSON output path")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="which kernels to time")
     args = parser.parse_args()
+    if args.device == "cuda":
+        run_cuda(args.quick, args.out)
+        return
     try:
         import torch
         torch.set_num_threads(numba.get_num_threads())

@@ -8,10 +8,14 @@ Run from the repository root on a machine with a GPU, numba-cuda and a CUDA buil
    wide and wider-than-the-shared-cache rows; BatchNorm (N, C) and (N, C, S); GroupNorm, InstanceNorm)
    against the CPU kernels of ``tinynorm.kernels.cpu`` in float32 (float16 inputs: against the CPU
    kernels run on the same values in float32), and bitwise determinism of every backward on the GPU.
-2. Speed against ``torch.nn.functional`` on the same GPU and the same tensors: milliseconds per call
+2. The low-overhead launch (``tinynorm.kernels.cuda.launch``) against Numba's dispatcher: bitwise
+   identical results for every norm forward and backward on small inputs, plans really made (no silent
+   fallback), and the host time of a small call through each path (target: <= 10 us).
+3. Speed against ``torch.nn.functional`` on the same GPU and the same tensors: milliseconds per call
    (back-to-back calls, one final synchronize: Python launch overhead included, as a user pays it),
    GB/s of the minimum traffic (forward: x read, y written; backward: x, dy read, dx written) and its
-   fraction of the copy bandwidth measured in the same run.
+   fraction of the copy bandwidth measured in the same run. ``benchmarks/bench_norms.py --device cuda``
+   reuses this timing on the shapes of the GPU issue.
 
 ``--smoke`` runs step 1 on tiny shapes without PyTorch, so the script itself can be checked in the
 CUDA simulator (``NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_check.py --smoke``).
@@ -38,6 +42,7 @@ from tinynorm.kernels.cpu import batch_norm as cpu_bn
 from tinynorm.kernels.cpu import group_norm as cpu_gn
 from tinynorm.kernels.cpu import layer_norm as cpu_ln
 from tinynorm.kernels.cpu import rms_norm as cpu_rms
+from tinynorm.kernels.cuda import launch
 
 EPS = 1e-5
 TOLERANCE = {np.float32: 1e-4, np.float16: 4e-3}  # max error / max |reference|
@@ -46,6 +51,9 @@ TOLERANCE = {np.float32: 1e-4, np.float16: 4e-3}  # max error / max |reference|
 ROW_SHAPES = [(65536, 128), (65536, 512), (16384, 1024), (16384, 4096), (4096, 16384)]
 BN_SHAPES = [(8192, 1024, 1), (64, 256, 784)]  # (N, C, S): BatchNorm1d and a ResNet-like activation
 GN_SHAPES = [(32, 256, 1024, 32), (32, 64, 1024, 64)]  # (N, C, S, groups); groups == C: InstanceNorm
+# Timed shapes: those of the GPU issue (rows, and NCHW images for BatchNorm and GroupNorm with 32 groups).
+BENCH_ROW_SHAPES = [(4096, 1024), (16384, 4096), (32768, 8192), (65536, 512)]
+BENCH_IMAGE_SHAPES = [(32, 64, 56, 56), (256, 256, 14, 14)]
 SMOKE = {"rows": [(3, 40), (2, 1100)], "bn": [(6, 3, 1), (2, 3, 20)], "gn": [(2, 4, 20, 2)]}
 
 
@@ -145,6 +153,76 @@ def check_group_norm(results: list, rng, shapes, dtypes) -> None:
                    _same(grads, gpu.group_norm_backward(dy_d, x_d, mean, rstd, groups, weight)))
 
 
+def _small_norms(rng) -> Callable[[], list]:
+    """Every norm wrapper, forward and backward, on small inputs (each call is launch-bound)."""
+    x, dy = (cuda.to_device(_random(rng, (64, 64), np.float32)) for _ in range(2))
+    x3, dy3 = (cuda.to_device(_random(rng, (8, 16, 64), np.float32)) for _ in range(2))
+    w, b = cuda.to_device(_random(rng, 64, np.float32, 1.0, 0.5)), cuda.to_device(_random(rng, 64, np.float32))
+    c_w, c_b = cuda.to_device(_random(rng, 16, np.float32, 1.0, 0.5)), cuda.to_device(_random(rng, 16, np.float32))
+
+    def run() -> list:
+        _, mean, rstd = out = gpu.layer_norm_forward(x, w, b, EPS)
+        outputs = [*out, *gpu.layer_norm_backward(dy, x, mean, rstd, w)]
+        _, rstd = out = gpu.rms_norm_forward(x, None, EPS)
+        outputs += [*out, *gpu.rms_norm_backward(dy, x, rstd, None)]
+        mean, var = gpu.batch_norm_stats(x3)
+        outputs += [mean, var, gpu.batch_norm_forward(x3, mean, var, c_w, c_b),  # var: any positive rstd
+                    *gpu.batch_norm_backward(dy3, x3, mean, var, c_w, True)]
+        _, mean, rstd = out = gpu.group_norm_forward(x3, 4, c_w, None, EPS)
+        return outputs + [*out, *gpu.group_norm_backward(dy3, x3, mean, rstd, 4, c_w)]
+
+    return run
+
+
+def _host_microseconds(fn: Callable[[], object], calls: int = 2000) -> float:
+    """Host time per call of back-to-back calls, measured before the final synchronize."""
+    fn()
+    cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls
+    cuda.synchronize()
+    return host * 1e6
+
+
+def check_launch_paths(results: list, rng, timing: bool) -> dict:
+    """The driver-level launch against Numba's dispatcher: the same outputs bit for bit, plans made
+    for the kernels, and (``timing``) host microseconds of small calls through each path."""
+    run = _small_norms(rng)
+    enabled = launch.set_fast_launch(False)  # False in the simulator, or with TINYNORM_FAST_LAUNCH=0
+    expected = [_host(a) for a in run()]
+    launch.set_fast_launch(enabled)
+    run()  # first calls: through the dispatcher, then the plans are made
+    actual = [_host(a) for a in run()]
+    same = len(actual) == len(expected) and all(np.array_equal(a, e) for a, e in zip(actual, expected))
+    plans = sum(plan is not None for plan in launch._plans.values())
+    report = {"fast launch available": enabled, "plans": plans, "plans refused": len(launch._plans) - plans,
+              "still enabled": launch.fast_launch_enabled()}
+    ok = same and (not enabled or (plans > 0 and launch.fast_launch_enabled()))
+    results.append({"case": "low-overhead launch vs dispatcher", "dtype": "float32", "max_error": 0.0 if same else 1.0,
+                    "errors": {}, "deterministic": same, "ok": ok, **report})
+    print(f"{'ok  ' if ok else 'FAIL'} low-overhead launch: identical={same} {report}", flush=True)
+    if timing:
+        x = cuda.to_device(_random(rng, (64, 64), np.float32))
+        w, b, y = cuda.to_device(np.ones(64, np.float32)), cuda.to_device(np.zeros(64, np.float32)), cuda.device_array_like(x)
+        kernel, args = gpu._row_norm.narrow_forward(2), (x, w, b, np.float32(EPS), y, cuda.device_array(64, np.float32),
+                                                         cuda.device_array(64, np.float32))
+        calls = {"one kernel launch (LN forward, 4 arrays + 3)": lambda: launch.launch(kernel, 16, 128, args),
+                 "layer_norm_forward 64x64, out=": lambda: gpu.layer_norm_forward(x, w, b, EPS, out=y),
+                 "layer_norm_forward 64x64": lambda: gpu.layer_norm_forward(x, w, b, EPS),
+                 "every norm, forward and backward (15 kernels)": run}
+        for name, fn in calls.items():
+            times = {}
+            for fast in (False, True):
+                launch.set_fast_launch(fast and enabled)
+                times["fast us" if fast else "dispatcher us"] = _host_microseconds(fn, 200 if fn is run else 2000)
+            report[name] = times
+            print(f"     host time, {name}: {times}", flush=True)
+    launch.set_fast_launch(enabled)
+    return report
+
+
 def _seconds_per_call(fn: Callable[[], object], synchronize: Callable[[], None], min_time: float = 0.05) -> float:
     """Median over 5 samples of back-to-back calls (at least ``min_time`` each, one synchronize at the end)."""
     fn()
@@ -207,6 +285,9 @@ class Benchmark:
         yt = F.layer_norm(xt, (cols,), wt, bt, EPS)
         self.time(case, x, "backward", 3, lambda: gpu.layer_norm_backward(dyn, xn, mean, rstd, wn),
                   lambda: torch.autograd.grad(yt, (xt, wt, bt), dy, retain_graph=True))
+        self.time(case, x, "forward+backward", 5,
+                  lambda: gpu.layer_norm_backward(dyn, xn, *gpu.layer_norm_forward(xn, wn, bn, EPS)[1:], wn),
+                  lambda: torch.autograd.grad(F.layer_norm(xt, (cols,), wt, bt, EPS), (xt, wt, bt), dy))
         case = f"rms_norm {rows}x{cols}"
         _, rstd = gpu.rms_norm_forward(xn, wn, EPS)
         self.time(case, x, "forward", 2, lambda: gpu.rms_norm_forward(xn, wn, EPS),
@@ -214,6 +295,9 @@ class Benchmark:
         yt = F.rms_norm(xt, (cols,), wt, EPS)
         self.time(case, x, "backward", 3, lambda: gpu.rms_norm_backward(dyn, xn, rstd, wn),
                   lambda: torch.autograd.grad(yt, (xt, wt), dy, retain_graph=True))
+        self.time(case, x, "forward+backward", 5,
+                  lambda: gpu.rms_norm_backward(dyn, xn, gpu.rms_norm_forward(xn, wn, EPS)[1], wn),
+                  lambda: torch.autograd.grad(F.rms_norm(xt, (cols,), wt, EPS), (xt, wt), dy))
 
     def batch_norm(self, shape: tuple) -> None:
         """Training step: ours = statistics + forward (x read twice, y written); rstd is precomputed."""
@@ -237,6 +321,15 @@ class Benchmark:
         self.time(case, x, "backward", 3, lambda: gpu.batch_norm_backward(dyn, xn, mean, rstd, wn, True),
                   lambda: torch.autograd.grad(yt, (xt, wt, bt), dy, retain_graph=True))
 
+        def ours_forward_backward():
+            batch_mean, _ = gpu.batch_norm_stats(xn)
+            gpu.batch_norm_forward(xn, batch_mean, rstd, wn, bn)
+            return gpu.batch_norm_backward(dyn, xn, batch_mean, rstd, wn, True)
+
+        self.time(case, x, "forward+backward", 6, ours_forward_backward,
+                  lambda: torch.autograd.grad(F.batch_norm(xt, None, None, wt, bt, training=True, eps=EPS),
+                                              (xt, wt, bt), dy))
+
     def group_norm(self, batch: int, channels: int, spatial: int, groups: int) -> None:
         torch, F = self.torch, self.torch.nn.functional
         x = torch.randn(batch, channels, spatial, device="cuda")
@@ -251,15 +344,20 @@ class Benchmark:
         yt = F.group_norm(xt, groups, wt, bt, EPS)
         self.time(case, x, "backward", 3, lambda: gpu.group_norm_backward(dyn, xn, mean, rstd, groups, wn),
                   lambda: torch.autograd.grad(yt, (xt, wt, bt), dy, retain_graph=True))
+        self.time(case, x, "forward+backward", 5,
+                  lambda: gpu.group_norm_backward(dyn, xn, *gpu.group_norm_forward(xn, groups, wn, bn, EPS)[1:],
+                                                  groups, wn),
+                  lambda: torch.autograd.grad(F.group_norm(xt, groups, wt, bt, EPS), (xt, wt, bt), dy))
 
-    def run(self, quick: bool) -> list:
-        for rows, cols in ROW_SHAPES[:3] if quick else ROW_SHAPES:
-            for dtype in [self.torch.float32] if quick else [self.torch.float32, self.torch.float16]:
+    def run(self, row_shapes, image_shapes, dtypes) -> list:
+        """Time every case: LN and RMS on ``row_shapes`` in each of ``dtypes`` (torch dtypes); BN and
+        GN (32 groups) on the NCHW ``image_shapes``, float32."""
+        for rows, cols in row_shapes:
+            for dtype in dtypes:
                 self.rows_norms(rows, cols, dtype)
-        for shape in BN_SHAPES:
-            self.batch_norm(shape)
-        for shape in GN_SHAPES:
-            self.group_norm(*shape)
+        for batch, channels, height, width in image_shapes:
+            self.batch_norm((batch, channels, height * width))
+            self.group_norm(batch, channels, height * width, 32)
         return self.rows
 
 
@@ -276,13 +374,16 @@ def main() -> int:
     check_rows(results, rng, SMOKE["rows"] if args.smoke else ROW_SHAPES, dtypes)
     check_batch_norm(results, rng, SMOKE["bn"] if args.smoke else BN_SHAPES, dtypes)
     check_group_norm(results, rng, SMOKE["gn"] if args.smoke else GN_SHAPES, dtypes)
-    payload: dict = {"checks": results, "check_seconds": time.perf_counter() - start}
+    payload: dict = {"launch": check_launch_paths(results, rng, timing=not args.smoke)}
+    payload.update(checks=results, check_seconds=time.perf_counter() - start)
     if not args.smoke:
         import torch
         payload["device"] = torch.cuda.get_device_name()
         payload["copy GB/s"] = copy = copy_bandwidth(torch)
         print(f"copy bandwidth {copy / 1e9:.0f} GB/s", flush=True)
-        payload["benchmarks"] = Benchmark(torch, copy).run(args.quick)
+        dtypes = [torch.float32] if args.quick else [torch.float32, torch.float16]
+        payload["benchmarks"] = Benchmark(torch, copy).run(BENCH_ROW_SHAPES[:2] if args.quick else BENCH_ROW_SHAPES,
+                                                           BENCH_IMAGE_SHAPES, dtypes)
     payload["seconds"] = time.perf_counter() - start
     write_json(args.out, payload)
     failed = [r["case"] + " " + r["dtype"] for r in results if not r["ok"]]

@@ -5,18 +5,24 @@ This needs NVVM (``pip install -e ".[cuda]"``), not a GPU: the tests fail, rathe
 so a CI that forgot the extra is noticed. A float64 instruction in a float32 kernel is a real and easy
 bug (a Python float literal or a float64 scalar argument promotes the arithmetic around it), costing
 up to 64x throughput on consumer GPUs: every ``.f64`` instruction is reported.
+
+The second half checks the low-overhead launch against Numba's own argument handling, which also
+runs without a GPU.
 """
+import ctypes
 import re
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numba
+import numpy as np
 import pytest
 
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import F16, F32, F64, I64, NONE, P1, P2, P3
+from ptx_support import CC, F16, F32, F64, I64, NONE, P1, P2, P3
 from ptx_support import array_type as _array
 
 
@@ -125,3 +131,206 @@ def test_f64_pattern_catches_float64_arithmetic(compile_ptx):
 
     ptx = compile_ptx(promotes, (P1,))
     assert any("f64" in line for line in F64.findall(ptx))
+
+
+# ------------------------------------------------------------------------------------------------
+# The low-overhead launch (tinynorm/kernels/cuda/launch.py) must hand the driver exactly the
+# parameters Numba's dispatcher hands it. Without a GPU, the dispatcher's own code can still run up
+# to the driver call: a compiled ``_Kernel`` flattens arguments with ``_prepare_args``, and cuda.core's
+# ``ParamHolder`` builds the ``void **kernelParams`` block that numba-cuda passes to the driver.
+
+PTX_PARAM = re.compile(r"\.param\s+\.(\w+)(?:\s+\.align\s+\d+)?\s+\w+(?:\[(\d+)\])?")
+PTX_SIZES = {"u64": 8, "s64": 8, "b64": 8, "f64": 8, "u32": 4, "s32": 4, "b32": 4, "f32": 4,
+             "u16": 2, "s16": 2, "b16": 2, "f16": 2, "u8": 1, "s8": 1, "b8": 1}
+
+
+def _launch_cases():
+    """One signature of every norm kernel: arrays, float32 and int64 scalars, None arguments."""
+    from tinynorm.kernels.cuda import _reduce, _row_norm, batch_norm, group_norm
+    x, h = _array(F32, 2), _array(F16, 2)
+    return [
+        ("LN narrow forward", _row_norm.narrow_forward(2), (x, P1, P1, F32, x, P1, P1)),
+        ("LN narrow forward float16", _row_norm.narrow_forward(2), (h, P1, P1, F32, h, P1, P1)),
+        ("RMS narrow forward", _row_norm.narrow_forward(2), (x, NONE, NONE, F32, x, NONE, P1)),
+        ("RMS narrow backward", _row_norm.narrow_backward(2), (x, x, NONE, P1, P1, x, P3)),
+        ("LN wide forward", _row_norm.wide_forward, (x, P1, P1, F32, x, P1, P1, I64)),
+        ("LN wide backward", _row_norm.wide_backward, (x, x, P1, P1, NONE, x, P3, I64)),
+        ("sum of partials", _reduce.sum_partials_kernel, (P3, P2)),
+        *[(f"BN/GN {name}", kernel, signature) for name, kernel, signature in _batch_group_cases(F32)],
+        ("BN merge statistics", batch_norm._merge_stats_kernel, (P3, P1, P1)),
+        ("GN forward, no affine", group_norm._forward_kernel, (_array(F32, 3), I64, NONE, NONE, F32,
+                                                               _array(F32, 3), P2, P2, I64)),
+    ]
+
+
+@pytest.fixture
+def compile_kernel(compile_ptx, monkeypatch):
+    """``compile_kernel(kernel, signature) -> (compiled _Kernel, PTX parameter sizes)``, without a GPU."""
+    from numba import cuda
+    from numba.cuda import codegen, dispatcher
+
+    from tinynorm.kernels.cuda.launch import NONE_AS_NULL_POINTER
+    if not cuda.is_available():  # _Kernel asks the current context for its compute capability
+        device = SimpleNamespace(compute_capability=CC)
+        monkeypatch.setattr(dispatcher, "get_current_device", lambda: device)
+        monkeypatch.setattr(codegen.devices, "get_context", lambda devnum=None: SimpleNamespace(device=device))
+
+    def compile_(kernel, signature):
+        compiled = dispatcher._Kernel(kernel.py_func, signature, extensions=[NONE_AS_NULL_POINTER])
+        sizes = [int(n) if n else PTX_SIZES[kind] for kind, n in PTX_PARAM.findall(compile_ptx(kernel, signature))]
+        return compiled, sizes
+
+    return compile_
+
+
+def _device_array(ty, address):
+    """A real numba DeviceNDArray of type ``ty`` (shapes 3, 5, 7...) on fake memory at ``address``."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    dtype = np.dtype(str(ty.dtype))
+    shape = (3, 5, 7)[:ty.ndim]
+    strides = tuple(int(np.prod(shape[d + 1:])) * dtype.itemsize for d in range(ty.ndim))
+    memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_void_p(address))
+    return DeviceNDArray(shape, strides, dtype, gpu_data=memory)
+
+
+def _arguments(signature):
+    values = {F32: np.float32(1e-5), I64: 7, NONE: None}
+    return tuple(_device_array(ty, 0x7F00_0000_0000 + 0x10_0000 * i) if hasattr(ty, "ndim") else values[ty]
+                 for i, ty in enumerate(signature))
+
+
+def _numba_parameters(compiled, args, sizes):
+    """The bytes of each kernel parameter as numba-cuda would launch them (``ParamHolder``'s block)."""
+    from cuda.core._kernel_arg_handler import ParamHolder
+    flat = []
+    for ty, value in zip(compiled.argument_types, args):
+        compiled._prepare_args(ty, value, 0, [], flat)
+    assert len(flat) == len(sizes)
+    holder = ParamHolder(flat)
+    pointers = (ctypes.c_void_p * len(sizes)).from_address(holder.ptr)
+    return [ctypes.string_at(pointers[i], size) for i, size in enumerate(sizes)]
+
+
+def test_flatten_matches_numbas_parameters(compile_kernel):
+    """``flatten`` gives, for every norm kernel's arguments, the parameters (count, sizes, bytes) that
+    Numba's dispatcher passes and that the kernel's PTX declares; the hot-path writers agree."""
+    from tinynorm.kernels.cuda.launch import _writer, flatten
+    for name, kernel, signature in _launch_cases():
+        compiled, sizes = compile_kernel(kernel, signature)
+        args = _arguments(signature)
+        ours = [(size, value) for ty, arg in zip(signature, args) for size, value in flatten(ty, arg)]
+        assert [size for size, _ in ours] == sizes, name
+        assert [value.to_bytes(8, "little")[:size] for size, value in ours] == \
+            _numba_parameters(compiled, args, sizes), name
+        for ty, arg in zip(signature, args):
+            assert _writer(ty)(arg) == [value for _, value in flatten(ty, arg)], name
+
+
+class _RecordingDriver:
+    """Stands in for cuda.bindings.driver: ``cuLaunchKernel`` copies each parameter from the
+    ``kernelParams`` block as the real driver does (``sizes[i]`` bytes from pointer ``i``)."""
+
+    CUresult = SimpleNamespace(CUDA_SUCCESS=0)
+
+    def __init__(self, sizes):
+        self.sizes, self.launches = sizes, []
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        pointers = (ctypes.c_void_p * len(self.sizes)).from_address(params)
+        self.launches.append(((gx, gy, gz), (bx, by, bz), shared,
+                              [ctypes.string_at(pointers[i], size) for i, size in enumerate(self.sizes)]))
+        return (0,)
+
+
+def test_plan_block_matches_numbas_block(compile_kernel):
+    """A plan's reused parameter block, refilled for new arguments, holds exactly the bytes numba-cuda's
+    own block holds (a fake driver reads it the way ``cuLaunchKernel`` does); a plan whose sizes
+    differ from the driver's ``arguments_info`` is refused."""
+    from tinynorm.kernels.cuda.launch import _Plan
+    for name, kernel, signature in _launch_cases()[:6]:
+        compiled, sizes = compile_kernel(kernel, signature)
+        info = [SimpleNamespace(size=size) for size in sizes]
+        cufunc = SimpleNamespace(handle=0x1234, kernel=SimpleNamespace(arguments_info=info))
+        fake = SimpleNamespace(get_cufunc=lambda cufunc=cufunc: cufunc)
+        first = _arguments(signature)
+        plan = _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
+        plan.driver = _RecordingDriver(sizes)
+        for args in (first, tuple(_device_array(a._numba_type_, 0x7E00_0000_0000) if hasattr(a, "gpu_data") else a
+                                  for a in first)):
+            plan.launch((4, 2, 1), (128, 1, 1), 256, args)
+            assert plan.driver.launches[-1] == ((4, 2, 1), (128, 1, 1), 256, _numba_parameters(compiled, args, sizes)), name
+        info.pop()
+        with pytest.raises(ValueError, match="parameter sizes"):
+            _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
+
+
+def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):
+    """numba-cuda 0.30.4's dispatcher has no case for a None argument; the extension of ``launch.jit``
+    passes the 8-byte null pointer that the compiled kernel declares for it."""
+    from numba.cuda import dispatcher
+
+    from tinynorm.kernels.cuda import _row_norm
+    signature = (_array(F32, 2), P1, NONE, F32, _array(F32, 2), NONE, P1)
+    compiled, _ = compile_kernel(_row_norm.narrow_forward(1), signature)
+    flat = []
+    compiled._prepare_args(NONE, None, 0, [], flat)
+    assert len(flat) == 1 and isinstance(flat[0], ctypes.c_uint64) and flat[0].value == 0
+    plain = dispatcher._Kernel(_row_norm.narrow_forward(1).py_func, signature)  # without the extension
+    with pytest.raises(NotImplementedError):
+        plain._prepare_args(NONE, None, 0, [], [])
+    assert _row_norm.narrow_forward(1).targetoptions["extensions"]
+
+
+def test_plans_are_made_for_the_dispatchers_overload(compile_kernel):
+    """The cheap argument key promises the Numba types the dispatcher itself gives the arguments, so
+    a plan is made from the overload the dispatcher compiled (not silently refused)."""
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    from tinynorm.kernels.cuda import launch
+    _, kernel, signature = _launch_cases()[2]  # arrays, float32, None
+    args = _arguments(signature)
+    assert tuple(launch._expected_type(a) for a in args) == tuple(CUDADispatcher.typeof_pyval(None, a) for a in args)
+    compiled, sizes = compile_kernel(kernel, signature)
+    compiled._codelibrary = SimpleNamespace(get_cufunc=lambda: SimpleNamespace(
+        handle=0x1234, kernel=SimpleNamespace(arguments_info=[SimpleNamespace(size=n) for n in sizes])))
+    fake = _FakeDispatcher()
+    fake.overloads[tuple(signature)] = compiled
+    assert isinstance(launch._make_plan(fake, args), launch._Plan)
+    assert launch._argument_key(args[0]) == (np.dtype(np.float32), 2)
+
+
+class _FakeDispatcher:
+    """Records launches through ``kernel[grid, block, stream, shared](*args)``; compiles nothing."""
+
+    def __init__(self):
+        self.calls, self.overloads = [], {}
+
+    def __getitem__(self, config):
+        return lambda *args: self.calls.append((config, args))
+
+    def typeof_pyval(self, value):
+        from numba.cuda.dispatcher import CUDADispatcher
+        return CUDADispatcher.typeof_pyval(self, value)
+
+
+def test_launch_falls_back_to_the_dispatcher(monkeypatch):
+    """No plan (a kernel the dispatcher has not compiled for these types) means the dispatcher every
+    time; a plan that fails switches the fast path off, warns, and relaunches through the dispatcher."""
+    from tinynorm.kernels.cuda import launch
+    monkeypatch.setitem(launch._fast, "enabled", True)
+    monkeypatch.setattr(launch, "_plans", {})
+    kernel = _FakeDispatcher()
+    for _ in range(2):
+        launch.launch(kernel, 4, 32, (1, np.float32(2)))
+    assert kernel.calls == [((4, 32, 0, 0), (1, np.float32(2)))] * 2
+    assert launch._plans == {(kernel, int, np.float32): None}
+
+    class Failing:
+        def launch(self, *args):
+            raise RuntimeError("CUDA_ERROR_INVALID_VALUE")
+
+    launch._plans[(kernel, int, np.float32)] = Failing()
+    with pytest.warns(RuntimeWarning, match="low-overhead kernel launch failed"):
+        launch.launch(kernel, (4, 2), 32, (1, np.float32(2)), shared_bytes=64)
+    assert kernel.calls[-1] == (((4, 2), 32, 0, 64), (1, np.float32(2)))
+    assert not launch.fast_launch_enabled()

@@ -3,6 +3,9 @@
 Arguments, defaults, train/eval behaviour, running statistics and state_dict keys are PyTorch's.
 The math is in ``tinynorm/ops/normalization.py`` (autograd) and ``tinynorm/kernels/cpu/`` (kernels).
 
+Mixed precision: a float32 layer takes float16 input (float32 statistics, parameters and arithmetic,
+float16 output), as PyTorch does on the GPU; see tinynorm/ops/normalization.py.
+
 Additions to PyTorch: ``freeze()``/``unfreeze()`` on BatchNorm (statistics that stay frozen even
 after a later ``model.train()``), and an error, not a warning, when an InstanceNorm receives a
 different number of channels than ``num_features``.
@@ -19,12 +22,16 @@ from .module import Module, Parameter
 
 
 def _check_dtype(layer: Module, x: Tensor, reference: Tensor | None) -> None:
-    """A clear error when the input's dtype differs from the layer's parameters or statistics."""
-    if reference is not None and x.dtype != reference.dtype:
-        raise TypeError(
-            f"{type(layer).__name__}: input dtype {x.dtype} differs from the layer's {reference.dtype}; "
-            f"convert the input or the layer (e.g. layer.to({x.dtype}))"
-        )
+    """A clear error when the input's dtype differs from the layer's parameters or statistics.
+
+    One mix is allowed: float16 input to a float32 layer (mixed precision).
+    """
+    if reference is None or x.dtype == reference.dtype or F.stat_dtype(x.dtype) == reference.dtype:
+        return
+    raise TypeError(
+        f"{type(layer).__name__}: input dtype {x.dtype} differs from the layer's {reference.dtype} (only float16 "
+        f"input may meet a float32 layer); convert the input or the layer (e.g. layer.to({x.dtype}))"
+    )
 
 
 class _NormBase(Module):

@@ -42,26 +42,29 @@ class SyncBatchNormFunction(F.BatchNorm):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x3, mean, rstd, weight = ctx.saved_tensors
-        grad3 = grad.reshape(x3.shape)
-        sum_dy, sum_dy_xhat = ctx.xp.batch_norm_backward_reduce(grad3, x3, mean, rstd)
-        sums = np.concatenate([sum_dy, sum_dy_xhat]).astype(np.float64)  # both sums in one message
+        xp = ctx.xp
+        grad3 = F.cast(grad.reshape(x3.shape), x3.dtype)  # float16 data is float32 for a CPU kernel
+        sum_dy, sum_dy_xhat = xp.batch_norm_backward_reduce(grad3, x3, mean, rstd)
+        # Both sums in one message, through host memory (MPI sends numpy arrays).
+        sums = np.concatenate([xp.to_numpy(sum_dy), xp.to_numpy(sum_dy_xhat)]).astype(np.float64)
         MPI = distributed.mpi()
         ctx.comm.Allreduce(MPI.IN_PLACE, sums, op=MPI.SUM)
-        global_mean_dy, global_mean_dy_xhat = (sums / ctx.count).astype(x3.dtype).reshape(2, -1)
-        dx = ctx.xp.batch_norm_backward_elemt(grad3, x3, mean, rstd, weight, global_mean_dy, global_mean_dy_xhat)
+        global_means = xp.from_numpy((sums / ctx.count).astype(mean.dtype).reshape(2, -1))
+        dx = xp.batch_norm_backward_elemt(grad3, x3, mean, rstd, weight, global_means[0], global_means[1])
         return dx.reshape(ctx.shape), sum_dy_xhat, sum_dy
 
 
 def global_batch_stats(x: Tensor, comm: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per-channel mean and biased variance (float64) of the batch formed by every rank's ``x``
-    (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
-    x3 = F.as_3d(x.data)
+    """Per-channel mean and biased variance (float64, host arrays) of the batch formed by every rank's
+    ``x`` (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
+    xp = x._backend
+    x3 = F.kernel_data(xp, F.as_3d(x.data))
     channels, count = x3.shape[1], x3.shape[0] * x3.shape[2]
     local = np.zeros(2 * channels + 1)  # [count, mean (C), M2 (C)]; an empty shard sends zeros
     local[0] = count
     if count:
-        mean, var = x._backend.batch_norm_stats(x3)
-        local[1:channels + 1], local[channels + 1:] = mean, var.astype(np.float64) * count
+        mean, var = xp.batch_norm_stats(x3)
+        local[1:channels + 1], local[channels + 1:] = xp.to_numpy(mean), xp.to_numpy(var).astype(np.float64) * count
     gathered = np.empty((comm.Get_size(), local.size))
     comm.Allgather(local, gathered)
     counts, means, m2s = gathered[:, :1], gathered[:, 1:channels + 1], gathered[:, channels + 1:]
@@ -86,10 +89,12 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
             f"Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
             f"processes (this rank's input size {tuple(x.shape)})"
         )
+    xp, dtype = x._backend, F.stat_dtype(x.dtype)
     if running_mean is not None and running_var is not None:
-        F.update_running_stats(running_mean, running_var, mean, var, count, momentum)
+        F.update_running_stats(running_mean, running_var, xp.from_numpy(mean), xp.from_numpy(var), count, momentum)
     rstd = 1 / np.sqrt(var + eps)
-    return SyncBatchNormFunction.apply(x, weight, bias, mean.astype(x.dtype), rstd.astype(x.dtype), count, comm)
+    return SyncBatchNormFunction.apply(x, weight, bias, xp.from_numpy(mean.astype(dtype)),
+                                       xp.from_numpy(rstd.astype(dtype)), count, comm)
 
 
 class SyncBatchNorm(_BatchNorm):

@@ -6,12 +6,19 @@ Every norm is brought to the layout its kernel expects, without copying:
   (sample, group); InstanceNorm is GroupNorm with one channel per group;
 * BatchNorm: (N, C, S), statistics per channel over (N, S).
 The formulas are in the kernels' docstrings (``tinynorm/kernels/cpu/``) and in docs/normalization.md.
+
+Half precision, the same on every device: float16 data (``x``, ``y``, ``dx``) is normalized with float32
+statistics, parameters and arithmetic, so a float32 layer (parameters, running statistics) applies
+to a ``.half()`` input and returns float16. The CUDA kernels read and write float16 themselves; the
+CPU kernels are float32/float64 only, so there float16 data is converted to float32 for the kernel
+and the result rounded back to float16 (the same values, up to the order of float32 sums).
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -21,24 +28,46 @@ def as_3d(x: Any) -> Any:
     return x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
 
 
-def _flat(param: Any) -> Any:
-    return None if param is None else param.reshape(-1)
+def stat_dtype(dtype: Any) -> Any:
+    """The dtype of statistics, parameters and arithmetic for data of ``dtype``: float32 for float16."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+def cast(array: Any, dtype: Any) -> Any:
+    """``array`` in ``dtype``, copied only when it is not in it already (None stays None)."""
+    return array if array is None or array.dtype == dtype else array.astype(dtype)
+
+
+def kernel_data(xp: Any, x: Any) -> Any:
+    """``x`` as ``xp``'s norm kernels take it: float16 becomes float32 where they have no float16 version.
+
+    A backend whose kernels read float16 says so with ``HALF_NORM_KERNELS = True`` (the CUDA one).
+    """
+    if x.dtype == dtypes.float16 and not getattr(xp, "HALF_NORM_KERNELS", False):
+        return x.astype(dtypes.float32)
+    return x
+
+
+def _flat(param: Any, dtype: Any) -> Any:
+    """An affine parameter as the kernels take it: 1-D, in the statistics dtype (None stays None)."""
+    return None if param is None else cast(param.reshape(-1), dtype)
 
 
 class LayerNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, normalized_ndim: int, eps: float) -> Any:
         cols = math.prod(x.shape[x.ndim - normalized_ndim:])
-        x2 = x.reshape(-1, cols)
-        y, mean, rstd = ctx.xp.layer_norm_forward(x2, _flat(weight), _flat(bias), eps)
-        ctx.save_for_backward(x2, mean, rstd, _flat(weight))
+        x2 = kernel_data(ctx.xp, x.reshape(-1, cols))
+        weight = _flat(weight, stat_dtype(x.dtype))
+        y, mean, rstd = ctx.xp.layer_norm_forward(x2, weight, _flat(bias, stat_dtype(x.dtype)), eps)
+        ctx.save_for_backward(x2, mean, rstd, weight)
         ctx.shape, ctx.normalized_shape = x.shape, x.shape[x.ndim - normalized_ndim:]
-        return y.reshape(x.shape)
+        return cast(y, x.dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x2, mean, rstd, weight = ctx.saved_tensors
-        dx, dweight, dbias = ctx.xp.layer_norm_backward(grad.reshape(x2.shape), x2, mean, rstd, weight)
+        dx, dweight, dbias = ctx.xp.layer_norm_backward(cast(grad.reshape(x2.shape), x2.dtype), x2, mean, rstd, weight)
         return dx.reshape(ctx.shape), dweight.reshape(ctx.normalized_shape), dbias.reshape(ctx.normalized_shape)
 
 
@@ -46,32 +75,35 @@ class RMSNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, normalized_ndim: int, eps: float) -> Any:
         cols = math.prod(x.shape[x.ndim - normalized_ndim:])
-        x2 = x.reshape(-1, cols)
-        y, rstd = ctx.xp.rms_norm_forward(x2, _flat(weight), eps)
-        ctx.save_for_backward(x2, rstd, _flat(weight))
+        x2 = kernel_data(ctx.xp, x.reshape(-1, cols))
+        weight = _flat(weight, stat_dtype(x.dtype))
+        y, rstd = ctx.xp.rms_norm_forward(x2, weight, eps)
+        ctx.save_for_backward(x2, rstd, weight)
         ctx.shape, ctx.normalized_shape = x.shape, x.shape[x.ndim - normalized_ndim:]
-        return y.reshape(x.shape)
+        return cast(y, x.dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x2, rstd, weight = ctx.saved_tensors
-        dx, dweight = ctx.xp.rms_norm_backward(grad.reshape(x2.shape), x2, rstd, weight)
+        dx, dweight = ctx.xp.rms_norm_backward(cast(grad.reshape(x2.shape), x2.dtype), x2, rstd, weight)
         return dx.reshape(ctx.shape), dweight.reshape(ctx.normalized_shape)
 
 
 class GroupNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> Any:
-        x3 = as_3d(x)
+        x3 = kernel_data(ctx.xp, as_3d(x))
+        weight, bias = cast(weight, stat_dtype(x.dtype)), cast(bias, stat_dtype(x.dtype))
         y, mean, rstd = ctx.xp.group_norm_forward(x3, num_groups, weight, bias, eps)
         ctx.save_for_backward(x3, mean, rstd, weight)
         ctx.shape, ctx.num_groups = x.shape, num_groups
-        return y.reshape(x.shape)
+        return cast(y, x.dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x3, mean, rstd, weight = ctx.saved_tensors
-        dx, dweight, dbias = ctx.xp.group_norm_backward(grad.reshape(x3.shape), x3, mean, rstd, ctx.num_groups, weight)
+        dx, dweight, dbias = ctx.xp.group_norm_backward(cast(grad.reshape(x3.shape), x3.dtype), x3, mean, rstd,
+                                                        ctx.num_groups, weight)
         return dx.reshape(ctx.shape), dweight, dbias
 
 
@@ -80,21 +112,24 @@ class BatchNorm(Function):
 
     ``training=True`` means the statistics were computed from ``x`` itself, so they depend on it and
     the gradient gets BatchNorm's two mean-correction terms; ``training=False`` means they are
-    running statistics, constants, and the layer is a per-channel affine map.
+    running statistics, constants, and the layer is a per-channel affine map. ``mean`` and ``rstd`` are
+    in the statistics dtype of ``x`` (:func:`stat_dtype`).
     """
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool) -> Any:
-        x3 = as_3d(x)
+        x3 = kernel_data(ctx.xp, as_3d(x))
+        weight, bias = cast(weight, stat_dtype(x.dtype)), cast(bias, stat_dtype(x.dtype))
         y = ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias)
         ctx.save_for_backward(x3, mean, rstd, weight)
         ctx.shape, ctx.training = x.shape, training
-        return y.reshape(x.shape)
+        return cast(y, x.dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x3, mean, rstd, weight = ctx.saved_tensors
-        dx, dweight, dbias = ctx.xp.batch_norm_backward(grad.reshape(x3.shape), x3, mean, rstd, weight, ctx.training)
+        dx, dweight, dbias = ctx.xp.batch_norm_backward(cast(grad.reshape(x3.shape), x3.dtype), x3, mean, rstd,
+                                                        weight, ctx.training)
         return dx.reshape(ctx.shape), dweight, dbias
 
 
@@ -144,18 +179,18 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     """
     if x.ndim < 2:
         raise ValueError(f"batch_norm: expected input of shape (N, C, *), got {tuple(x.shape)}")
-    xp = x._backend
+    xp, dtype = x._backend, stat_dtype(x.dtype)
     if training:
         check_values_per_channel("batch_norm", x)
         count = x.numel() // x.shape[1]
-        mean, var = xp.batch_norm_stats(as_3d(x.data))
+        mean, var = xp.batch_norm_stats(kernel_data(xp, as_3d(x.data)))
         if running_mean is not None and running_var is not None:
             update_running_stats(running_mean, running_var, mean, var, count, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
-        mean, var = running_mean.data.astype(x.dtype), running_var.data.astype(x.dtype)
-    rstd = (1 / xp.sqrt(var + eps)).astype(x.dtype)
+        mean, var = cast(running_mean.data, dtype), cast(running_var.data, dtype)
+    rstd = cast(1 / xp.sqrt(var + eps), dtype)
     return BatchNorm.apply(x, weight, bias, mean, rstd, training)
 
 
@@ -198,7 +233,7 @@ def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Te
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {tuple(x.shape)}")
     if running_mean is not None and running_var is not None:
         xp = x._backend
-        mean, var = xp.batch_norm_stats(x.data.reshape(1, batch * channels, spatial))
+        mean, var = xp.batch_norm_stats(kernel_data(xp, x.data.reshape(1, batch * channels, spatial)))
         # The mean over the batch of each instance's unbiased variance is the correction of the mean
         # of the biased ones: the correction is linear.
         update_running_stats(running_mean, running_var, mean.reshape(batch, channels).mean(axis=0),

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda, float32
 
+from .launch import jit, launch
+
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
 MAX_BLOCK_THREADS = 1024
@@ -90,7 +92,7 @@ def block_sum(value):
 SUM_WARPS = 8
 
 
-@cuda.jit(cache=True)
+@jit
 def sum_partials_kernel(part, out):
     """``out[k, j] = sum_p part[k, p, j]``, always adding the partials in the same order.
 
@@ -125,5 +127,5 @@ def sum_partials(part):
     if columns:
         grid = ((columns + WARP_SIZE - 1) // WARP_SIZE, count)
         warps = max(1, min(SUM_WARPS, partials))
-        sum_partials_kernel[grid, warps * WARP_SIZE](part, out)
+        launch(sum_partials_kernel, grid, warps * WARP_SIZE, (part, out))
     return out

@@ -29,6 +29,7 @@ from numba import cuda, float32
 
 from ._reduce import WARP_SIZE, block_sum, lane_index, sum_partials, warp_sum
 from ._shared import PARAM_DTYPE, grid_size
+from .launch import jit, launch
 
 NARROW_MAX_COLS = 1024
 ROWS_PER_BLOCK = 4  # narrow kernels: warps per block, each on its own row
@@ -68,7 +69,7 @@ def _cached(cache, offset, cached, array, row, column):
 def narrow_forward(per_lane: int):
     """Forward kernel for rows of at most ``32 * per_lane`` columns: one warp per row."""
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, weight, bias, eps, y, mean, rstd):
         rows, cols = x.shape
         lane = lane_index()
@@ -114,7 +115,7 @@ def narrow_backward(per_lane: int):
     ``part[:, warp index in the grid, :]``.
     """
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(dy, x, mean, rstd, weight, dx, part):
         rows, cols = x.shape
         lane = lane_index()
@@ -172,7 +173,7 @@ def narrow_backward(per_lane: int):
     return kernel
 
 
-@cuda.jit(cache=True)
+@jit
 def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
     """Forward for wide rows: one block per row, columns ``[0, cached)`` kept in shared memory."""
     rows, cols = x.shape
@@ -201,7 +202,7 @@ def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
                 mean[row] = mu
 
 
-@cuda.jit(cache=True)
+@jit
 def wide_backward(dy, x, mean, rstd, weight, dx, part, cached):
     """Backward for wide rows: one block per row; ``xhat`` and ``dy * weight`` of columns
     ``[0, cached)`` are kept in shared memory (``cache[:cached]`` and ``cache[cached:2 * cached]``).
@@ -270,11 +271,11 @@ def forward(x, weight, bias, eps: np.float32, y, mean, rstd) -> None:
         return
     if cols <= NARROW_MAX_COLS:
         grid = grid_size(rows, ROWS_PER_BLOCK)
-        narrow_forward(_per_lane(cols))[grid, ROWS_PER_BLOCK * WARP_SIZE](x, weight, bias, eps, y, mean, rstd)
+        launch(narrow_forward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE, (x, weight, bias, eps, y, mean, rstd))
     else:
         cached = min(cols, CACHE_BYTES // 4)
-        wide_forward[grid_size(rows, 1), _wide_threads(cols), 0, cached * 4](
-            x, weight, bias, eps, y, mean, rstd, cached)
+        launch(wide_forward, grid_size(rows, 1), _wide_threads(cols), (x, weight, bias, eps, y, mean, rstd, cached),
+               shared_bytes=cached * 4)
 
 
 def backward(dy, x, mean, rstd, weight, dx):
@@ -289,10 +290,11 @@ def backward(dy, x, mean, rstd, weight, dx):
     if cols <= NARROW_MAX_COLS:
         grid = grid_size(rows, ROWS_PER_BLOCK)
         part = cuda.device_array((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
-        narrow_backward(_per_lane(cols))[grid, ROWS_PER_BLOCK * WARP_SIZE](dy, x, mean, rstd, weight, dx, part)
+        launch(narrow_backward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE, (dy, x, mean, rstd, weight, dx, part))
     else:
         grid = grid_size(rows, 1, per_sm=WIDE_BACKWARD_BLOCKS_PER_SM)
         cached = min(cols, CACHE_BYTES // 8)
         part = cuda.device_array((sums, grid, cols), PARAM_DTYPE)
-        wide_backward[grid, _wide_threads(cols), 0, cached * 8](dy, x, mean, rstd, weight, dx, part, cached)
+        launch(wide_backward, grid, _wide_threads(cols), (dy, x, mean, rstd, weight, dx, part, cached),
+               shared_bytes=cached * 8)
     return sum_partials(part)

@@ -26,6 +26,7 @@ from ._shared import (
     output,
     sm_count,
 )
+from .launch import jit, launch
 
 THREADS = 256
 # A reduction block handles at least this many values of its channel (fewer, larger partials);
@@ -41,7 +42,7 @@ def _chunk_range(values):
     return chunk * values // chunks, (chunk + 1) * values // chunks
 
 
-@cuda.jit(cache=True)
+@jit
 def _stats_kernel(x, part):
     """Block (k, c): ``part[:, k, c] = (count, mean, M2)`` of its range of channel c (shifted sums)."""
     batch, _, spatial = x.shape
@@ -65,7 +66,7 @@ def _stats_kernel(x, part):
         part[2, cuda.blockIdx.x, c] = max(sum_d2 - sum_d * mean_d, float32(0))
 
 
-@cuda.jit(cache=True)
+@jit
 def _merge_stats_kernel(part, mean, var):
     """Thread c merges channel c's partials in chunk order (Chan et al.) into its mean and variance."""
     c = cuda.grid(1)
@@ -82,7 +83,7 @@ def _merge_stats_kernel(part, mean, var):
         var[c] = max(m2 / count, float32(0))
 
 
-@cuda.jit(cache=True)
+@jit
 def _reduce_kernel(dy, x, mean, part):
     """Block (k, c): ``part[:, k, c] = (sum dy, sum dy * (x - mean[c]))`` over its range of channel c."""
     batch, _, spatial = x.shape
@@ -104,7 +105,7 @@ def _reduce_kernel(dy, x, mean, part):
         part[1, cuda.blockIdx.x, c] = sum_dy_xmu
 
 
-@cuda.jit(cache=True)
+@jit
 def _merge_reduce_kernel(part, rstd, sum_dy, sum_dy_xhat):
     """Thread c adds channel c's partials in chunk order; ``sum(dy * xhat) = rstd * sum(dy * (x - mean))``."""
     c = cuda.grid(1)
@@ -118,7 +119,7 @@ def _merge_reduce_kernel(part, rstd, sum_dy, sum_dy_xhat):
         sum_dy_xhat[c] = total_dy_xmu * rstd[c]
 
 
-@cuda.jit(cache=True)
+@jit
 def _forward_kernel(x, mean, rstd, weight, bias, y, channels, spatial):
     """Flat ``x``/``y``: ``y = (x - mean[c]) * rstd[c] * weight[c] + bias[c]``, ``c = i // S % C``."""
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
@@ -131,7 +132,7 @@ def _forward_kernel(x, mean, rstd, weight, bias, y, channels, spatial):
         y[i] = value
 
 
-@cuda.jit(cache=True)
+@jit
 def _elemt_kernel(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor, dx, channels, spatial):
     """Flat arrays: ``dx = rstd * weight * (dy - factor * sum_dy - xhat * factor * sum_dy_xhat)``.
 
@@ -176,9 +177,9 @@ def batch_norm_stats(x) -> tuple:
         return cuda.to_device(nan), cuda.to_device(nan)
     grid, threads = _reduction_launch(x)
     part = cuda.device_array((3,) + grid, PARAM_DTYPE)
-    _stats_kernel[grid, threads](x, part)
+    launch(_stats_kernel, grid, threads, (x, part))
     stats = cuda.device_array((2, channels), PARAM_DTYPE)
-    _merge_stats_kernel[grid_size(channels, THREADS), THREADS](part, stats[0], stats[1])
+    launch(_merge_stats_kernel, grid_size(channels, THREADS), THREADS, (part, stats[0], stats[1]))
     return stats[0], stats[1]
 
 
@@ -197,8 +198,8 @@ def batch_norm_forward(x, mean, rstd, weight, bias, out=None):
     bias = check_param("bias", bias, (channels,))
     y = output(out, x.shape, x.dtype)
     if x.size:
-        _forward_kernel[grid_size(x.size, THREADS), THREADS](
-            _flat(x), mean, rstd, weight, bias, _flat(y), channels, spatial)
+        launch(_forward_kernel, grid_size(x.size, THREADS), THREADS,
+               (_flat(x), mean, rstd, weight, bias, _flat(y), channels, spatial))
     return y
 
 
@@ -223,21 +224,21 @@ def _reduce(dy, x, mean, rstd) -> tuple:
     if x.size:
         grid, threads = _reduction_launch(x)
         part = cuda.device_array((2,) + grid, PARAM_DTYPE)
-        _reduce_kernel[grid, threads](dy, x, mean, part)
+        launch(_reduce_kernel, grid, threads, (dy, x, mean, part))
     else:
         part = cuda.device_array((2, 0, channels), PARAM_DTYPE)
     sums = cuda.device_array((2, channels), PARAM_DTYPE)
     if channels:
-        _merge_reduce_kernel[grid_size(channels, THREADS), THREADS](part, rstd, sums[0], sums[1])
+        launch(_merge_reduce_kernel, grid_size(channels, THREADS), THREADS, (part, rstd, sums[0], sums[1]))
     return sums[0], sums[1]
 
 
 def _elemt(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor: float):
     dx = cuda.device_array(x.shape, x.dtype)
     if x.size:
-        _elemt_kernel[grid_size(x.size, THREADS), THREADS](
-            _flat(dy), _flat(x), mean, rstd, weight, sum_dy, sum_dy_xhat, np.float32(factor), _flat(dx),
-            x.shape[1], x.shape[2])
+        launch(_elemt_kernel, grid_size(x.size, THREADS), THREADS,
+               (_flat(dy), _flat(x), mean, rstd, weight, sum_dy, sum_dy_xhat, np.float32(factor), _flat(dx),
+                x.shape[1], x.shape[2]))
     return dx
 
 

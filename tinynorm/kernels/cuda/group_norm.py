@@ -27,12 +27,13 @@ from ._shared import (
     grid_size,
     output,
 )
+from .launch import jit, launch
 
 MAX_THREADS = 256
 CACHE_BYTES = 40 * 1024
 
 
-@cuda.jit(cache=True)
+@jit
 def _forward_kernel(x, num_groups, weight, bias, eps, y, mean, rstd, cached):
     """Block per (sample, group): two-pass statistics over the cached group, then the affine output."""
     batch, channels, spatial = x.shape
@@ -71,7 +72,7 @@ def _forward_kernel(x, num_groups, weight, bias, eps, y, mean, rstd, cached):
             rstd[n, g] = s
 
 
-@cuda.jit(cache=True)
+@jit
 def _backward_kernel(dy, x, mean, rstd, num_groups, weight, dx, part):
     """Block per (sample, group): per-channel sums (``part[0, n, c] = sum dy * xhat``,
     ``part[1, n, c] = sum dy``), which weighted by ``weight[c]`` give the group's sums for dx."""
@@ -139,8 +140,8 @@ def group_norm_forward(x, num_groups: int, weight, bias, eps: float, out=None) -
     stats = cuda.device_array((2, batch, num_groups), PARAM_DTYPE)
     if x.size:
         cached = min(channels // num_groups * spatial, CACHE_BYTES // 4)
-        _forward_kernel[grid_size(batch * num_groups, 1), _threads(spatial), 0, cached * 4](
-            x, num_groups, weight, bias, eps, y, stats[0], stats[1], cached)
+        launch(_forward_kernel, grid_size(batch * num_groups, 1), _threads(spatial),
+               (x, num_groups, weight, bias, eps, y, stats[0], stats[1], cached), shared_bytes=cached * 4)
     return y, stats[0], stats[1]
 
 
@@ -160,7 +161,7 @@ def group_norm_backward(dy, x, mean, rstd, num_groups: int, weight) -> tuple:
     dx = cuda.device_array(x.shape, x.dtype)
     part = cuda.device_array((2, batch if x.size else 0, channels), PARAM_DTYPE)
     if x.size:
-        _backward_kernel[grid_size(batch * num_groups, 1), _threads(x.shape[2])](
-            dy, x, mean, rstd, num_groups, weight, dx, part)
+        launch(_backward_kernel, grid_size(batch * num_groups, 1), _threads(x.shape[2]),
+               (dy, x, mean, rstd, num_groups, weight, dx, part))
     sums = sum_partials(part)
     return dx, sums[0], sums[1]
