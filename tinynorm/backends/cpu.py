@@ -78,6 +78,8 @@ from ..kernels.cpu.softmax import (  # noqa: F401  (over the last axis)
 )
 
 name = "cpu"
+# The CPU norm kernels have no float16 version: ops convert float16 data to float32 for them.
+HALF_NORM_KERNELS = False
 ndarray = np.ndarray
 
 

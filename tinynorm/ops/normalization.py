@@ -41,9 +41,9 @@ def cast(array: Any, dtype: Any) -> Any:
 def kernel_data(xp: Any, x: Any) -> Any:
     """``x`` as ``xp``'s norm kernels take it: float16 becomes float32 where they have no float16 version.
 
-    A backend whose kernels read float16 says so with ``HALF_NORM_KERNELS = True`` (the CUDA one).
+    Each backend says whether its kernels read float16 (``HALF_NORM_KERNELS``: the CUDA ones do).
     """
-    if x.dtype == dtypes.float16 and not getattr(xp, "HALF_NORM_KERNELS", False):
+    if x.dtype == dtypes.float16 and not xp.HALF_NORM_KERNELS:
         return x.astype(dtypes.float32)
     return x
 
