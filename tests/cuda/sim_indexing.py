@@ -223,10 +223,73 @@ def test_take_along_axis_errors():
         indexing.take_along_axis(a, device(np.zeros((3, 1), np.int64)), 1)
 
 
-def test_group_positions_sorts_stably():
-    order, starts = kernels.group_positions(cuda.to_device(np.array([7, 2, 7, 2, 9], np.int64)))
-    np.testing.assert_array_equal(order.copy_to_host(), [1, 3, 0, 2, 4])
-    np.testing.assert_array_equal(starts.copy_to_host(), [0, 2, 4, 5])
+@pytest.mark.parametrize("count, key_count", [
+    (5, 10),  # one pass, one tile
+    (300, 70_000),  # three passes over two tiles
+    (40, 1),  # a single possible key: no pass, the index order
+    (0, 7),  # nothing to sort
+])
+def test_sort_keys_is_a_stable_sort(count, key_count):
+    keys = np.random.default_rng(5).integers(0, key_count, count)
+    keys[::3] = keys[0] if count else 0  # repeated keys, so stability is visible
+    sorted_keys, order = kernels.sort_keys(cuda.to_device(keys), key_count)
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order.copy_to_host(), expected)
+    np.testing.assert_array_equal(sorted_keys.copy_to_host(), keys[expected])
+
+
+def _sequential_index_add(shape, ids, values):
+    """The float32 reference: rows of ``values`` added one after another, in index order."""
+    out = np.zeros(shape, np.float32)
+    for i, row in zip(ids, values):
+        out[i] = out[i] + row
+    return out
+
+
+@pytest.mark.parametrize("ids", [
+    [3, 1, 3, 3, 0, 1, 3],  # repeated ids, runs of different lengths
+    [2] * 300 + [0, 2, 1],  # a large bucket, over two sort tiles: one id 301 times (a padding token)
+])
+def test_index_add_sums_repeated_indices_in_index_order(ids):
+    """Bitwise equal to adding the rows one by one in float32: the order of the additions is the index's."""
+    ids = np.array(ids)
+    values = np.random.default_rng(6).standard_normal((ids.size, 2)).astype(np.float32) * 1e3
+    runs = [host(indexing.index_add((4, 2), device(ids), device(values))) for _ in range(2)]
+    expected = _sequential_index_add((4, 2), ids, values)
+    assert runs[0].tobytes() == expected.tobytes()
+    assert runs[1].tobytes() == runs[0].tobytes()  # deterministic
+
+
+def test_scatter_of_an_empty_index_changes_nothing():
+    empty = device(np.zeros(0, np.int64))
+    a = device(X)
+    indexing.setitem(a, (slice(None), empty), device(np.zeros((2, 0, 4), np.float32)))
+    np.testing.assert_array_equal(host(a), X)
+    got = indexing.index_add((3, 2), empty, device(np.zeros((0, 2), np.float32)))
+    np.testing.assert_array_equal(host(got), np.zeros((3, 2), np.float32))
+
+
+def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
+    """No round trip of the positions through the host: the only read back per call is the one-element
+    out-of-range flag (Embedding's backward and the losses' setitem run every training step)."""
+    reads = []
+    device_array_type = type(cuda.device_array(1))
+    copy_to_host = device_array_type.copy_to_host
+
+    def counting_copy_to_host(self, *args, **kwargs):
+        reads.append(self.size)
+        return copy_to_host(self, *args, **kwargs)
+
+    monkeypatch.setattr(device_array_type, "copy_to_host", counting_copy_to_host)
+    ids, rows = device(np.array([[1, 4, 1], [1, 0, 4]])), device(np.arange(3))
+    grad = indexing.index_add((5, 6), ids, device(np.ones((2, 3, 6), np.float32)))
+    assert reads == [1]
+    a = device(np.zeros((3, 5), np.float32))
+    indexing.setitem(a, (rows, device(np.array([4, 0, 4]))), device(np.ones(3, np.float32)))
+    assert reads == [1, 1]
+    monkeypatch.undo()
+    np.testing.assert_array_equal(host(grad)[:, 0], [1, 3, 0, 0, 2])
+    np.testing.assert_array_equal(host(a).sum(axis=1), [1, 1, 1])
 
 
 @pytest.mark.parametrize("shape", [(150,), (3, 50), (2, 0)])

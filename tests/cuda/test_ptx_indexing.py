@@ -1,4 +1,5 @@
-"""The CUDA indexing kernels (gather, scatter, take_along_axis, index positions, nonzero, fill) compile to PTX for
+"""The CUDA indexing kernels (gather, scatter, take_along_axis, index positions, the key sort, nonzero, fill)
+compile to PTX for
 cc 9.0 for every dtype they move (float16/32/64, int64, bool), with 1- to 3-d layouts, and only
 the float64 ones contain float64 instructions. Needs NVVM (the cuda extra), not a GPU; runs without
 the simulator."""
@@ -22,7 +23,7 @@ def _cases(dtype, ndim):
     data, shape = array_type(dtype, 1), tuple_type(ndim)
     return [
         ("gather", indexing._gather_kernel, (data, data, I64, shape, shape, INDEX, I64)),
-        ("scatter", indexing._scatter_kernel,
+        ("scatter", indexing._scatter_kernel,  # positions, sorted keys, order
          (data, I64, shape, shape, INDEX, INDEX, INDEX, I64, data, I64, shape, shape, BOOL)),
         ("take_along", indexing._take_along_kernel,
          (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape, FLAG)),
@@ -53,6 +54,18 @@ def test_nonzero_kernels_compile(compile_ptx, ndim):
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_positions_kernel_compiles(compile_ptx, count):
-    signature = (array_type(I64, 2), tuple_type(count), tuple_type(count), INDEX, FLAG)
+    signature = (array_type(I64, 2), tuple_type(count), tuple_type(count), INDEX, INDEX, FLAG)
     ptx = compile_ptx(indexing._positions_kernel, signature)
     assert ".entry" in ptx and not F64.findall(ptx)
+
+
+def test_sort_kernels_compile(compile_ptx):
+    """The radix sort of the scatter keys: integer-only kernels, with the tile digits in shared memory."""
+    for kernel, signature in [(indexing._iota_kernel, (INDEX,)),
+                              (indexing._digit_count_kernel, (INDEX, I64, INDEX)),
+                              (indexing._exclusive_scan_kernel, (INDEX,)),
+                              (indexing._radix_scatter_kernel, (INDEX, INDEX, I64, INDEX, INDEX, INDEX))]:
+        ptx = compile_ptx(kernel, signature)
+        assert ".entry" in ptx and not F64.findall(ptx), kernel.__name__
+        if kernel is not indexing._iota_kernel:
+            assert ".shared" in ptx and "bar.sync" in ptx, kernel.__name__

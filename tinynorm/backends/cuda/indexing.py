@@ -9,9 +9,9 @@ first otherwise.
 An index is first resolved against the array's layout (:func:`_resolve`): ints and slices only move
 the offset and change strides, and the index arrays become one storage offset per broadcast entry
 (``positions``). The kernels of :mod:`tinynorm.kernels.cuda.indexing` then read or write through that
-layout. Reading back to the host happens where numpy's semantics need it: a flag checking that no
-index is out of range, the number of True entries of a boolean mask (to size the result), and the
-grouping of repeated positions before a scatter (a stable sort of the index entries).
+layout. Reading back to the host happens only where numpy's semantics need it: one flag per call
+checking that no index is out of range, and the number of True entries of a boolean mask (to size the
+result). Scatters (``a[index] = v``, ``index_add``) group repeated positions on the device.
 """
 from __future__ import annotations
 
@@ -34,13 +34,16 @@ Shape = tuple[int, ...]
 @dataclass
 class _Layout:
     """An index resolved against an array: the selection is ``shape``/``strides`` from ``base``, where
-    the ``axis`` dim (stride 0) runs over ``positions``, the flattened ``index_shape`` entries."""
+    the ``axis`` dim (stride 0) runs over ``positions``, the flattened ``index_shape`` entries. ``keys``
+    (in ``[0, key_count)``) number the entries' index tuples: equal where the positions are."""
 
     base: int
     shape: Shape
     strides: Shape
     axis: int
     positions: Any
+    keys: Any
+    key_count: int
     index_shape: Shape
 
     @property
@@ -105,8 +108,9 @@ def _kernel_view(shape: Shape, strides: Shape) -> tuple[Shape, Shape]:
     return (shape, strides) if shape else ((1,), (0,))
 
 
-def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Shape]:
-    """Storage offsets of the broadcast index ``arrays`` ((index, axis, size, stride) each), and their shape."""
+def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Any, int, Shape]:
+    """Storage offsets and keys (:func:`kernels.flat_positions`) of the broadcast index ``arrays``
+    ((index, axis, size, stride) each), the number of possible keys, and the arrays' broadcast shape."""
     shapes = [index.shape for index, *_ in arrays]
     try:
         index_shape = np.broadcast_shapes(*shapes)
@@ -119,7 +123,8 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Shap
         shape, strides = _kernel_view(index_shape, _broadcast_strides(index, index_shape))
         copy_strided(stacked[k], index.storage, index.offset, strides, shape)  # also casts to int64
     axes, sizes, strides = (tuple(column) for column in zip(*(entry[1:] for entry in arrays)))
-    return kernels.flat_positions(stacked, sizes, strides, axes), index_shape
+    positions, keys = kernels.flat_positions(stacked, sizes, strides, axes)
+    return positions, keys, math.prod(sizes), index_shape
 
 
 def _resolve(a: CudaArray, index: Any) -> _Layout:
@@ -164,14 +169,16 @@ def _resolve(a: CudaArray, index: Any) -> _Layout:
                 advanced.append(number)
                 axis = len(dims) if axis is None else axis
     dims += list(zip(a.shape[dim:], a.strides[dim:]))
-    if not arrays:  # ints and slices only: one "entry" at offset 0
+    if not arrays:  # ints and slices only: one "entry" at offset 0, key 0
+        zero = cuda.to_device(np.zeros(1, kernels.INDEX_DTYPE))
         return _Layout(base, tuple(n for n, _ in dims) + (1,), tuple(s for _, s in dims) + (0,), len(dims),
-                       cuda.to_device(np.zeros(1, kernels.INDEX_DTYPE)), ())
+                       zero, zero, 1, ())
     if advanced != list(range(advanced[0], advanced[-1] + 1)):  # not adjacent: the index dims go first
         axis = 0
-    positions, index_shape = _positions(arrays)
+    positions, keys, key_count, index_shape = _positions(arrays)
     dims.insert(axis, (math.prod(index_shape), 0))
-    return _Layout(base, tuple(n for n, _ in dims), tuple(s for _, s in dims), axis, positions, index_shape)
+    return _Layout(base, tuple(n for n, _ in dims), tuple(s for _, s in dims), axis, positions, keys, key_count,
+                   index_shape)
 
 
 def getitem(a: CudaArray, index: Any) -> CudaArray:
@@ -200,10 +207,12 @@ def _as_values(value: Any, shape: Shape, dtype: np.dtype) -> CudaArray:
 
 
 def _scatter(dest: CudaArray, layout: _Layout, values: CudaArray, accumulate: bool) -> None:
+    """Store (or add) ``values``, broadcast to the selection, at ``layout`` in ``dest``: all on the device."""
     shape = layout.result_shape
     values_shape, values_strides = _kernel_view(shape, _broadcast_strides(values, shape))
     kernels.scatter(dest.storage, layout.base, layout.shape, layout.strides, layout.axis, layout.positions,
-                    values.storage, values.offset, values_strides, values_shape, accumulate)
+                    layout.keys, layout.key_count, values.storage, values.offset, values_strides, values_shape,
+                    accumulate)
 
 
 def setitem(a: CudaArray, index: Any, value: Any) -> None:

@@ -9,27 +9,35 @@ the index entries; ``inner`` is the number of elements after that axis (the prod
 follow it). All functions take plain Numba device arrays; index arrays are int64.
 
 Scattering (``a[index] = v`` and the gradient ``index_add``) must give the same result on every run
-although repeated indices send several entries to one place. There are no atomics: the positions are
-grouped with a stable sort (on the host: :func:`group_positions`), and one thread owns each distinct
-position, adding its entries in index order (``index_add``) or storing the last one (assignment, as
-numpy does in practice).
+although repeated indices send several entries to one place, and it must not wait for the host. So
+there are no floating-point atomics and no trip through host memory: each entry also gets a *key*,
+the C-order rank of its index tuple among the indexed dims (equal keys = equal positions), and
+:func:`sort_keys` orders the entries by key on the device with a stable radix sort (integer counts
+and prefix sums only, so the order is the same on every run). In that order the entries of one
+position are neighbours, in index order: the first of each run adds up the run (``index_add``) and
+the last one is stored (assignment: numpy's "last wins" in practice).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import cuda, int32, int64
 
-from .strided import THREADS, blocks_for, strided_offset
+from .strided import THREADS, blocks_for, strided_offset, threads_for
 
 INDEX_DTYPE = np.dtype(np.int64)
 MASK_CHUNK = 64  # mask entries per thread in nonzero: the host reads back one count per chunk
+RADIX_BITS = 8  # key bits sorted per pass of sort_keys
+RADIX = 1 << RADIX_BITS  # digit values per pass
+SORT_TILE = THREADS  # most entries per block in a sort pass (one per thread)
 
 
 @cuda.jit(cache=True)
-def _positions_kernel(indices, sizes, strides, positions, bad):
-    """``positions[j] = sum_k wrap(indices[k, j]) * strides[k]``; ``bad[0] = 1`` if an index is out of range."""
+def _positions_kernel(indices, sizes, strides, positions, keys, bad):
+    """``positions[j] = sum_k wrap(indices[k, j]) * strides[k]``, ``keys[j]`` the C-order rank of the
+    wrapped index tuple in ``sizes``; ``bad[0] = 1`` if an index is out of range."""
     for j in range(cuda.grid(1), indices.shape[1], cuda.gridsize(1)):
         position = 0
+        key = 0
         for k in range(indices.shape[0]):
             i = indices[k, j]
             if i < 0:
@@ -38,7 +46,9 @@ def _positions_kernel(indices, sizes, strides, positions, bad):
                 bad[0] = 1  # every offender stores the same value: no race on the result
                 i = 0
             position += i * strides[k]
+            key = key * sizes[k] + i
         positions[j] = position
+        keys[j] = key
 
 
 @cuda.jit(device=True)
@@ -59,29 +69,108 @@ def _gather_kernel(out, source, base, shape, strides, positions, inner):
 
 
 @cuda.jit(cache=True)
-def _scatter_kernel(dest, base, shape, strides, positions, order, starts, inner,
+def _scatter_kernel(dest, base, shape, strides, positions, keys, order, inner,
                     values, values_offset, values_strides, values_shape, accumulate):
-    """One thread per element of ``shape``, whose index axis counts the distinct positions ``u``: store
-    the value of the last index entry at ``u``, or add the values of all of them in index order.
+    """One thread per element of ``shape``, whose index axis runs over the entries in key order (entry
+    ``order[s]`` at ``s``, ``keys`` sorted): the first entry of each run of equal keys adds the values of
+    the run, in index order, or the last one stores its own value; the others have nothing to do.
 
     ``values`` is read as a view of ``values_shape``, whose index part has all ``len(positions)`` entries.
     """
-    groups = starts.size - 1
-    entries = positions.size
+    entries = order.size
     for i in range(cuda.grid(1), _size(shape), cuda.gridsize(1)):
-        u = (i // inner) % groups
-        outer, rest = i // (inner * groups), i % inner
-        target = strided_offset(i, base, strides, shape) + positions[order[starts[u]]]
+        s = (i // inner) % entries
+        if accumulate and s > 0 and keys[s - 1] == keys[s]:
+            continue  # the run's first entry adds this one
+        if not accumulate and s + 1 < entries and keys[s + 1] == keys[s]:
+            continue  # a later entry overwrites this one
+        outer, rest = i // (inner * entries), i % inner
+        target = strided_offset(i, base, strides, shape) + positions[order[s]]
+        j = (outer * entries + order[s]) * inner + rest
+        total = values[strided_offset(j, values_offset, values_strides, values_shape)]
         if accumulate:
-            j = (outer * entries + order[starts[u]]) * inner + rest
-            total = values[strided_offset(j, values_offset, values_strides, values_shape)]
-            for e in range(starts[u] + 1, starts[u + 1]):
+            e = s + 1
+            while e < entries and keys[e] == keys[s]:
                 j = (outer * entries + order[e]) * inner + rest
                 total += values[strided_offset(j, values_offset, values_strides, values_shape)]
+                e += 1
             dest[target] += total
         else:
-            j = (outer * entries + order[starts[u + 1] - 1]) * inner + rest
-            dest[target] = values[strided_offset(j, values_offset, values_strides, values_shape)]
+            dest[target] = total
+
+
+@cuda.jit(cache=True)
+def _iota_kernel(out):
+    """``out[i] = i``: the entries in index order, where the sort starts."""
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = i
+
+
+@cuda.jit(device=True)
+def _load_digits(keys, shift, digits):
+    """Put the digit ``(key >> shift) % RADIX`` of each entry of this block's tile into the shared
+    ``digits`` (-1, which matches no digit, past the last entry); returns this thread's entry."""
+    entry = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    digits[cuda.threadIdx.x] = (keys[entry] >> shift) & (RADIX - 1) if entry < keys.size else -1
+    cuda.syncthreads()
+    return entry
+
+
+@cuda.jit(cache=True)
+def _digit_count_kernel(keys, shift, counts):
+    """``counts[d * tiles + b]``: the entries of tile ``b`` (block ``b``'s entries) whose digit is ``d``.
+
+    Digit-major, so that the exclusive prefix sums of ``counts`` are where each (digit, tile) group
+    starts in the output of the pass. Thread ``t`` counts digits ``t, t + blockDim, ...``: no atomics.
+    One block per tile of at most ``SORT_TILE`` entries, as in :func:`_radix_scatter_kernel`.
+    """
+    digits = cuda.shared.array(SORT_TILE, int32)
+    _load_digits(keys, shift, digits)
+    for d in range(cuda.threadIdx.x, RADIX, cuda.blockDim.x):
+        count = 0
+        for e in range(cuda.blockDim.x):
+            if digits[e] == d:
+                count += 1
+        counts[d * cuda.gridDim.x + cuda.blockIdx.x] = count
+
+
+@cuda.jit(cache=True)
+def _exclusive_scan_kernel(counts):
+    """Replace ``counts`` by its exclusive prefix sums, in one block of at most ``SORT_TILE`` threads:
+    thread ``t`` owns the ``t``-th contiguous chunk, adds it up, starts from the totals of the chunks
+    before it, and rewrites it."""
+    totals = cuda.shared.array(SORT_TILE, int64)
+    t = cuda.threadIdx.x
+    chunk = (counts.size + cuda.blockDim.x - 1) // cuda.blockDim.x
+    first, stop = min(t * chunk, counts.size), min((t + 1) * chunk, counts.size)
+    total = 0
+    for i in range(first, stop):
+        total += counts[i]
+    totals[t] = total
+    cuda.syncthreads()
+    running = 0
+    for u in range(t):
+        running += totals[u]
+    for i in range(first, stop):
+        count = counts[i]
+        counts[i] = running
+        running += count
+
+
+@cuda.jit(cache=True)
+def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order):
+    """Move each entry of the tile to ``starts[digit * tiles + tile]`` plus the number of entries of
+    its tile before it with the same digit: stable, so equal digits keep their order."""
+    digits = cuda.shared.array(SORT_TILE, int32)
+    entry = _load_digits(keys, shift, digits)
+    if entry < keys.size:
+        digit = digits[cuda.threadIdx.x]
+        slot = starts[digit * cuda.gridDim.x + cuda.blockIdx.x]
+        for e in range(cuda.threadIdx.x):
+            if digits[e] == digit:
+                slot += 1
+        sorted_keys[slot] = keys[entry]
+        sorted_order[slot] = order[entry]
 
 
 @cuda.jit(cache=True)
@@ -144,19 +233,22 @@ def _raise_out_of_range(indices: np.ndarray, sizes: tuple, axes: tuple) -> None:
             raise IndexError(f"index {wrong[0]} is out of bounds for axis {axis} with size {size}")
 
 
-def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple):
-    """The storage offsets ``sum_k wrap(indices[k]) * strides[k]`` of the entries of ``indices`` (K, n).
+def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple) -> tuple:
+    """``(positions, keys)`` of the entries of ``indices`` (K, n), as int64 device arrays: the storage
+    offsets ``sum_k wrap(indices[k]) * strides[k]``, and the C-order ranks of the wrapped index tuples
+    among ``sizes`` (in ``[0, prod(sizes))``: what :func:`scatter` sorts by).
 
     ``indices[k]`` indexes an axis of length ``sizes[k]`` (numbered ``axes[k]`` in error messages);
-    negative indices count from the end. Raises IndexError, after reading a flag back from the
-    device, when an index is out of range.
+    negative indices count from the end. Raises IndexError when an index is out of range: the one
+    value read back from the device (a flag; the indices themselves only when it is set).
     """
     positions = cuda.device_array(indices.shape[1], INDEX_DTYPE)
+    keys = cuda.device_array(indices.shape[1], INDEX_DTYPE)
     bad = cuda.to_device(np.zeros(1, np.int32))
-    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, bad)
+    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad)
     if bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
-    return positions
+    return positions, keys
 
 
 def _inner(shape: tuple, axis: int) -> int:
@@ -170,34 +262,46 @@ def gather(out, source, base: int, shape: tuple, strides: tuple, axis: int, posi
     _launch(_gather_kernel, out.size, out, source, base, shape, strides, positions, _inner(shape, axis))
 
 
-def group_positions(positions) -> tuple:
-    """``(order, starts)``: the entries sorted by position (stable), and where each distinct position's
-    run begins (``starts[-1] == len(positions)``), as device arrays.
+def sort_keys(keys, key_count: int) -> tuple:
+    """``(sorted_keys, order)``: the int64 ``keys`` (each in ``[0, key_count)``) in ascending order, and
+    the entry each came from; stable (equal keys keep their index order), as device arrays.
 
-    The sort runs on the host (a copy of the positions there and back): index arrays are small next to
-    the data they select, and a stable sort keeps repeated indices in index order.
+    An LSD radix sort, all on the device: one pass per ``RADIX_BITS`` bits of ``key_count - 1``; a
+    pass counts each tile's digits, turns the counts into start slots (exclusive prefix sums), and
+    moves every entry to its slot. Integer counts only: the same order on every run.
     """
-    host = positions.copy_to_host()
-    order = np.argsort(host, kind="stable")
-    ordered = host[order]
-    starts = np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [host.size]])
-    return cuda.to_device(order.astype(INDEX_DTYPE)), cuda.to_device(starts.astype(INDEX_DTYPE))
+    order = cuda.device_array(keys.size, INDEX_DTYPE)
+    _launch(_iota_kernel, keys.size, order)
+    tile = threads_for(keys.size)
+    tiles = -(-keys.size // tile)
+    starts = cuda.device_array(RADIX * tiles, INDEX_DTYPE)
+    bits = (key_count - 1).bit_length() if keys.size else 0  # no entries: no launch of 0 blocks
+    for shift in range(0, bits, RADIX_BITS):
+        sorted_keys = cuda.device_array(keys.size, INDEX_DTYPE)
+        sorted_order = cuda.device_array(keys.size, INDEX_DTYPE)
+        _digit_count_kernel[tiles, tile](keys, shift, starts)
+        _exclusive_scan_kernel[1, SORT_TILE](starts)
+        _radix_scatter_kernel[tiles, tile](keys, order, shift, starts, sorted_keys, sorted_order)
+        keys, order = sorted_keys, sorted_order
+    return keys, order
 
 
-def scatter(dest, base: int, shape: tuple, strides: tuple, axis: int, positions,
+def scatter(dest, base: int, shape: tuple, strides: tuple, axis: int, positions, keys, key_count: int,
             values, values_offset: int, values_strides: tuple, values_shape: tuple, accumulate: bool) -> None:
     """Store (or add, when ``accumulate``) ``values`` into ``dest`` at the layout's positions.
 
-    The layout is :func:`gather`'s (``shape[axis] == len(positions)``); ``values`` is a view (storage,
+    The layout is :func:`gather`'s (``shape[axis] == len(positions)``); ``keys`` (in ``[0, key_count)``)
+    are equal exactly where ``positions`` are (:func:`flat_positions`). ``values`` is a view (storage,
     offset, strides) of ``values_shape``: ``shape`` with ``axis`` unfolded into the index arrays'
     broadcast shape. Repeated positions: the last entry wins, or all entries add up in index order.
+    Nothing is read back to the host.
     """
     if not positions.size:
         return
-    order, starts = group_positions(positions)
-    grouped = shape[:axis] + (starts.size - 1,) + shape[axis + 1:]
-    _launch(_scatter_kernel, int(np.prod(grouped, dtype=np.int64)), dest, base, grouped, strides, positions,
-            order, starts, _inner(shape, axis), values, values_offset, values_strides, values_shape, accumulate)
+    sorted_keys, order = sort_keys(keys, key_count)
+    _launch(_scatter_kernel, int(np.prod(shape, dtype=np.int64)), dest, base, shape, strides, positions,
+            sorted_keys, order, _inner(shape, axis), values, values_offset, values_strides, values_shape,
+            accumulate)
 
 
 def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: int, axis_stride: int,
