@@ -98,7 +98,7 @@ class TinyTransformerLM(nn.Module):
         ids_data = ids.data if isinstance(ids, Tensor) else np.asarray(ids)
         if ids_data.ndim != 2 or ids_data.shape[1] > self.block_size:
             raise ValueError(f"TinyTransformerLM: expected ids (B, T) with T <= {self.block_size}, got shape {tuple(ids_data.shape)}")
-        positions = arange(ids_data.shape[1])
+        positions = arange(ids_data.shape[1], device=self.position_embedding.weight.device)
         h = self.token_embedding(ids) + self.position_embedding(positions)
         for block in self.blocks:
             h = block(h)
