@@ -15,11 +15,12 @@ if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "3000"
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)
-from . import autograd, data, distributed, models, nn, ops, optim
+from . import autograd, cuda, data, distributed, models, nn, ops, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange, empty, empty_like, full, full_like, ones, ones_like, rand, rand_like, randn, randn_like, zeros, zeros_like,
 )
+from .cuda import from_cuda_array
 from .dtypes import (
     bool_, double, float, float16, float32, float64, get_default_dtype, half, int32, int64, long, set_default_dtype,
 )

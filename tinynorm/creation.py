@@ -6,9 +6,9 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .backends import canonical_device, get_backend
+from .backends import get_backend
 from .random import default_generator
-from .tensor import Tensor
+from .tensor import Tensor, resolve_device
 
 __all__ = [
     "zeros", "ones", "full", "empty", "arange", "randn", "rand",
@@ -25,8 +25,17 @@ def _shape(size: tuple) -> tuple[int, ...]:
 
 
 def _make(array: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
-    device = canonical_device(device)
+    """A tensor on ``device`` holding host values ``array`` (copied to the device when not the CPU)."""
+    device = resolve_device(device)
     result = Tensor._from_array(get_backend(device).from_numpy(array), device)
+    return result.requires_grad_(True) if requires_grad else result
+
+
+def _fill(name: str, size: tuple, dtype: Any, requires_grad: bool, device: Any, *fill_value: Any) -> Tensor:
+    """A tensor made by the backend's ``zeros``/``ones``/``empty``/``full`` on the device itself."""
+    device = resolve_device(device)
+    array = getattr(get_backend(device), name)(_shape(size), *fill_value, dtype=_dtype_or_default(dtype))
+    result = Tensor._from_array(array, device)
     return result.requires_grad_(True) if requires_grad else result
 
 
@@ -35,21 +44,21 @@ def _dtype_or_default(dtype: Any) -> np.dtype:
 
 
 def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
-    return _make(np.zeros(_shape(size), _dtype_or_default(dtype)), requires_grad, device)
+    return _fill("zeros", size, dtype, requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
-    return _make(np.ones(_shape(size), _dtype_or_default(dtype)), requires_grad, device)
+    return _fill("ones", size, dtype, requires_grad, device)
 
 
 def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
-    return _make(np.empty(_shape(size), _dtype_or_default(dtype)), requires_grad, device)
+    return _fill("empty", size, dtype, requires_grad, device)
 
 
 def full(size: Any, fill_value: float, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
     if dtype is None:
         dtype = dtypes.int64 if isinstance(fill_value, (int, np.integer)) and not isinstance(fill_value, bool) else None
-    return _make(np.full(_shape((size,)), fill_value, _dtype_or_default(dtype)), requires_grad, device)
+    return _fill("full", (size,), dtype, requires_grad, device, fill_value)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,

@@ -100,6 +100,14 @@ class Tensor:
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface of a CUDA tensor's memory, so CuPy, PyTorch and Numba can share it
+        (``torch.as_tensor(t, device='cuda')``); CPU tensors have none (AttributeError)."""
+        if self.device != "cuda":
+            raise AttributeError(f"__cuda_array_interface__: only CUDA tensors have one, this one is on {self.device}")
+        return self.data.__cuda_array_interface__
+
     def item(self) -> Any:
         if self.numel() != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted, got shape {self.shape}")
@@ -192,7 +200,7 @@ class Tensor:
         if dtype is not None and dtypes.as_dtype(dtype) != self.dtype:
             result = _ops.cast(result, dtypes.as_dtype(dtype))
         if device is not None and canonical_device(device) != self.device:
-            result = _ops.to_device(result, canonical_device(device))
+            result = _ops.to_device(result, resolve_device(device))
         return result
 
     def cpu(self) -> "Tensor":
@@ -226,8 +234,14 @@ class Tensor:
         return self
 
     def copy_(self, source: Any) -> "Tensor":
-        """Copy values into this tensor's storage (casting to its dtype); not recorded by autograd."""
-        values = source.data if isinstance(source, Tensor) else source
+        """Copy values into this tensor's storage (casting to its dtype), from a tensor on any device
+        or from host data; not recorded by autograd."""
+        if isinstance(source, Tensor):
+            values = source.data if source.device == self.device else source.detach().to(self.device).data
+        elif self.device == "cpu":
+            values = source
+        else:
+            values = self._backend.from_numpy(np.asarray(source, dtype=self.dtype))
         if tuple(np.shape(values)) != self.shape:
             raise ValueError(f"copy_: source has shape {tuple(np.shape(values))}, expected {self.shape}")
         self.data[...] = values
@@ -411,15 +425,36 @@ def _shape_args(args: tuple) -> tuple:
     return tuple(args)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
-    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays or tensors).
+def resolve_device(device: Any) -> str:
+    """``device`` as tinynorm's device name, checking that CUDA is usable when it is asked for."""
+    name = canonical_device(device)
+    if name == "cuda":
+        _cuda.require()
+    return name
 
-    As in PyTorch: Python floats give the default dtype (float32), Python ints int64, numpy arrays
-    keep their dtype unless ``dtype`` is given.
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """A new tensor holding a copy of ``data``: nested lists, numbers, numpy arrays, tensors, or device
+    arrays with ``__cuda_array_interface__`` (CuPy arrays, PyTorch CUDA tensors).
+
+    As in PyTorch: Python floats give the default dtype (float32), Python ints int64, arrays keep
+    their dtype unless ``dtype`` is given; without ``device``, tensors and CUDA arrays stay on their
+    device and everything else goes to the CPU.
     """
-    device = canonical_device(device)
-    if isinstance(data, Tensor):
-        data = data.numpy()
+    if isinstance(data, Tensor) or hasattr(data, "__cuda_array_interface__"):
+        source = data.detach() if isinstance(data, Tensor) else _cuda.from_cuda_array(data)
+        result = source.to(dtype=dtype, device=resolve_device(device or source.device))
+        if result.data is source.data:  # nothing changed: copy, so the new tensor owns its memory
+            result = Tensor._from_array(result._backend.copy(result.data), result.device)
+    else:
+        result = _from_host(data, dtype, resolve_device(device or "cpu"))
+    if requires_grad:
+        result.requires_grad_(True)
+    return result
+
+
+def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
+    """A tensor on ``device`` from numbers, nested lists or a numpy array, with PyTorch's dtype rules."""
     from_python = not isinstance(data, np.ndarray) and not isinstance(data, np.generic)
     array = np.array(data, copy=True)
     if array.dtype == object or array.dtype.kind in "USV":
@@ -432,19 +467,21 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
         array = array.astype(dtypes.int64, copy=False) if from_python else array
     else:
         dtypes.as_dtype(array.dtype)
-    result = Tensor._from_array(get_backend(device).from_numpy(array), device)
-    if requires_grad:
-        result.requires_grad_(True)
-    return result
+    return Tensor._from_array(get_backend(device).from_numpy(array), device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """Like :func:`tensor`, but a tensor that already has the dtype and device is returned as is."""
+    """Like :func:`tensor`, but shares memory where it can: a tensor that already has the dtype and
+    device is returned as is, and a CUDA array (``__cuda_array_interface__``) is wrapped without a copy
+    when it needs no conversion."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
+    if hasattr(data, "__cuda_array_interface__"):
+        return _cuda.from_cuda_array(data).to(dtype=dtype, device=device)
     return tensor(data, dtype=dtype, device=device or "cpu")
 
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor)
 from .autograd import engine as _engine  # noqa: E402
 from .autograd import function as _function  # noqa: E402
+from . import cuda as _cuda  # noqa: E402  (imports numba.cuda only when first used)

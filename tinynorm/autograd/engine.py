@@ -61,7 +61,7 @@ def backward(tensor: Tensor, gradient: Any = None, retain_graph: bool = False) -
         if grad is None:
             continue
         if node.hooks:
-            grad = run_hooks(node.hooks, grad, tensor.device)
+            grad = run_hooks(node.hooks, grad, _device_of(node, tensor.device))
         if type(node) is AccumulateGrad:
             node.accumulate(grad)
             continue
@@ -86,6 +86,14 @@ def backward(tensor: Tensor, gradient: Any = None, retain_graph: bool = False) -
             node.release()
 
 
+def _device_of(node: Node, default: str) -> str:
+    """The device of the gradient ``node`` receives: its op's output device, or its leaf's device."""
+    if type(node) is AccumulateGrad:
+        leaf = node.variable
+        return default if leaf is None else leaf.device
+    return node.device
+
+
 def _initial_gradient(tensor: Tensor, gradient: Any) -> Any:
     xp = tensor._backend
     if gradient is None:
@@ -96,6 +104,11 @@ def _initial_gradient(tensor: Tensor, gradient: Any) -> Any:
                 f"it first, e.g. loss.mean().backward()"
             )
         return xp.ones_like(tensor.data)
+    if isinstance(gradient, Tensor) and gradient.device != tensor.device:
+        raise RuntimeError(
+            f"backward(): gradient is on {gradient.device} but the tensor is on {tensor.device}; "
+            f"move it with .to('{tensor.device}') first"
+        )
     data = gradient.data if isinstance(gradient, Tensor) else xp.asarray(gradient, dtype=tensor.dtype)
     if data.shape != tensor.data.shape:
         raise RuntimeError(

@@ -92,12 +92,14 @@ class Context(Node):
 
     # The graph structure lives in slots; an op's own attributes go to ``__dict__``, which
     # ``release`` empties in one call.
-    __slots__ = ("function", "xp", "needs_input_grad", "input_meta", "output_shape", "released", "_saved", "__dict__")
+    __slots__ = ("function", "xp", "device", "needs_input_grad", "input_meta", "output_shape", "released", "_saved",
+                 "__dict__")
 
-    def __init__(self, function: type["Function"], xp: Any, needs_input_grad: tuple[bool, ...]) -> None:
+    def __init__(self, function: type["Function"], xp: Any, device: str, needs_input_grad: tuple[bool, ...]) -> None:
         super().__init__()
         self.function = function
-        self.xp = xp  # the backend module of the device the op runs on
+        self.xp = xp  # the backend module of the device the op runs on (its inputs' device)
+        self.device = device  # the output's device; only a device move (ToDevice.forward) changes it
         self.needs_input_grad = needs_input_grad
         self.input_meta: tuple[tuple[tuple[int, ...], Any] | None, ...] = ()
         self.output_shape: tuple[int, ...] = ()
@@ -154,12 +156,13 @@ class Function:
             else:
                 arrays.append(arg)
                 needs.append(False)
-        xp = get_backend(device or "cpu")
+        device = device or "cpu"
+        xp = get_backend(device)
         record = grad_mode._enabled and any(needs)
-        ctx = Context(cls, xp, tuple(needs))
+        ctx = Context(cls, xp, device, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
-        out = xp.as_array(out)
-        result = Tensor._from_array(out, device or "cpu")
+        out = (xp if ctx.device == device else get_backend(ctx.device)).as_array(out)
+        result = Tensor._from_array(out, ctx.device)
         if record:
             # List comprehensions, not generator expressions: this runs once per recorded op, and
             # tuple([...]) is measurably cheaper for a handful of items.

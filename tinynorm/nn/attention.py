@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..ops import matmul, softmax
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from .linear import Linear
 from .module import Module
 
@@ -43,7 +43,7 @@ class MultiheadSelfAttention(Module):
         q, k, v = qkv[0], qkv[1], qkv[2]
         scores = matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head))
         if self.causal:
-            scores = scores + causal_mask(length, scores.dtype)
+            scores = scores + tensor(causal_mask(length, scores.dtype), device=scores.device)
         out = matmul(softmax(scores, dim=-1), v)
         return self.proj(out.transpose(1, 2).reshape(batch, length, self.d_model))
 

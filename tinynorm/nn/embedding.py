@@ -1,9 +1,12 @@
 """``Embedding``: a lookup table of learned vectors, indexed by integer ids."""
 from __future__ import annotations
 
+from typing import Any
+
 from .. import creation
 from ..ops import getitem
-from ..tensor import Tensor
+from ..ops.shape import check_indices
+from ..tensor import Tensor, tensor
 from . import init
 from .module import Module, Parameter
 
@@ -27,11 +30,18 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 
-def embedding(ids: Tensor, weight: Tensor) -> Tensor:
-    """``weight[ids]``: ids of any shape give vectors of shape ids.shape + (embedding_dim,)."""
-    data = ids.data if isinstance(ids, Tensor) else ids
-    if data.dtype.kind not in "iu":
-        raise TypeError(f"embedding: ids must be integers, got dtype {data.dtype}")
-    if data.size and (data.min() < 0 or data.max() >= weight.shape[0]):
-        raise IndexError(f"embedding: ids must be in [0, {weight.shape[0] - 1}], got values in [{data.min()}, {data.max()}]")
+def embedding(ids: Any, weight: Tensor) -> Tensor:
+    """``weight[ids]``: ids of any shape give vectors of shape ids.shape + (embedding_dim,).
+
+    ``ids`` is an integer tensor on ``weight``'s device, or host data (a list, a numpy array), which is
+    copied there.
+    """
+    if not isinstance(ids, Tensor):
+        ids = tensor(ids, device=weight.device)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
+    if ids.device != weight.device:
+        raise RuntimeError(f"embedding: ids are on {ids.device} but the weight is on {weight.device}; "
+                           f"move the ids with .to('{weight.device}')")
+    check_indices(weight._backend, ids.data, weight.shape[0], "embedding", "ids")
     return getitem(weight, ids)

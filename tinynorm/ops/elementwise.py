@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ..autograd.function import Context, Function
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 
 
 class Exp(Function):
@@ -164,11 +164,12 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
-        inside = True
-        if ctx.low is not None:
-            inside = inside & (x >= ctx.low)
-        if ctx.high is not None:
-            inside = inside & (x <= ctx.high)
+        if ctx.low is None:
+            inside = x <= ctx.high
+        elif ctx.high is None:
+            inside = x >= ctx.low
+        else:
+            inside = (x >= ctx.low) & (x <= ctx.high)
         return grad * inside
 
 
@@ -259,5 +260,9 @@ def minimum(a: Any, b: Any) -> Tensor:
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
-    cond = condition.data if isinstance(condition, Tensor) else condition
-    return Where.apply(cond, a, b)
+    """``a`` where ``condition`` holds, else ``b``; a condition given as host data (a numpy array) is
+    copied to the tensors' device, a condition tensor must be on it already."""
+    device = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)), "cpu")
+    if device != "cpu" and not isinstance(condition, Tensor):
+        condition = tensor(condition, device=device)
+    return Where.apply(condition, a, b)

@@ -9,33 +9,46 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.function import Context, Function
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
+from .shape import check_indices
 from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _reduce(xp: Any, losses: Any, reduction: str, count: int) -> Any:
+def _count(xp: Any, valid: Any, dtype: Any) -> Any:
+    """The number of valid rows as a 0-d array of ``dtype`` that stays on the device (no host sync);
+    nan when there is none, so that 'mean' gives nan for an all-ignored batch, as in PyTorch."""
+    count = xp.sum(valid).astype(dtype)
+    return xp.where(count > 0, count, float("nan"))
+
+
+def _reduce(xp: Any, losses: Any, reduction: str, count: Any) -> Any:
     if reduction == "sum":
         return xp.sum(losses)
-    if reduction == "mean":  # an all-ignored batch gives nan, as in PyTorch
-        return xp.sum(losses) / count if count else xp.sum(losses) * float("nan")
+    if reduction == "mean":
+        return xp.sum(losses) / count
     return losses
 
 
-def _reduction_scale(xp: Any, grad: Any, reduction: str, count: int, n: int) -> Any:
-    """The upstream gradient of each row's loss, as a column (rows, 1)."""
+def _row_scale(grad: Any, reduction: str, count: Any, n: int) -> Any:
+    """The upstream gradient of each row's loss: a column (rows, 1), or (1, 1) when it is the same
+    for all rows."""
     if reduction == "none":
         return grad.reshape(n, 1)
-    scale = grad / count if reduction == "mean" else grad
-    return xp.full((n, 1), scale, dtype=grad.dtype)
+    return (grad / count if reduction == "mean" else grad).reshape(1, 1)
+
+
+def _one_hot(xp: Any, target: Any, classes: int) -> Any:
+    """(rows, classes) booleans, True at each row's target class."""
+    return xp.arange(classes) == target.reshape(-1, 1)
 
 
 class CrossEntropy(Function):
     """Cross-entropy on 2-D logits (rows, classes) and int targets (rows,).
 
     loss_i = -(1 - s) * logp[i, y_i] - (s / C) * sum_c logp[i, c]; the gradient w.r.t. the logits is
-    softmax - target_distribution, per row, times the row's upstream gradient.
+    softmax - target_distribution, per row, times the row's upstream gradient (0 for ignored rows).
     """
 
     @staticmethod
@@ -45,28 +58,25 @@ class CrossEntropy(Function):
         logp = log_softmax_array(xp, logits, 1)
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(logp, safe_target[:, None], axis=1)[:, 0]
+        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1).reshape(n)
         losses = -(1 - smoothing) * picked
         if smoothing:
             losses = losses - (smoothing / classes) * xp.sum(logp, axis=1)
         losses = xp.where(valid, losses, 0)
-        count = int(xp.sum(valid))
-        ctx.save_for_backward(logp, safe_target, valid)
-        ctx.reduction, ctx.smoothing, ctx.count = reduction, smoothing, count
+        count = _count(xp, valid, losses.dtype)
+        ctx.save_for_backward(logp, safe_target, valid, count)
+        ctx.reduction, ctx.smoothing = reduction, smoothing
         return _reduce(xp, losses, reduction, count)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         xp = ctx.xp
-        logp, target, valid = ctx.saved_tensors
+        logp, target, valid, count = ctx.saved_tensors
         n, classes = logp.shape
-        dlogits = xp.exp(logp)
-        target_dist = xp.zeros_like(dlogits)
-        target_dist[xp.arange(n), target] = 1 - ctx.smoothing
-        dlogits -= target_dist + ctx.smoothing / classes
-        scale = _reduction_scale(xp, grad, ctx.reduction, ctx.count, n)
-        dlogits *= scale * valid[:, None]
-        return dlogits, None
+        smoothing = ctx.smoothing
+        target_dist = _one_hot(xp, target, classes).astype(logp.dtype) * (1 - smoothing) + smoothing / classes
+        dlogits = (xp.exp(logp) - target_dist) * _row_scale(grad, ctx.reduction, count, n)
+        return xp.where(valid.reshape(n, 1), dlogits, 0), None
 
 
 class NllLoss(Function):
@@ -75,28 +85,33 @@ class NllLoss(Function):
     @staticmethod
     def forward(ctx: Context, logp: Any, target: Any, ignore_index: int, reduction: str) -> Any:
         xp = ctx.xp
+        n = logp.shape[0]
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        losses = xp.where(valid, -xp.take_along_axis(logp, safe_target[:, None], axis=1)[:, 0], 0)
-        count = int(xp.sum(valid))
-        ctx.save_for_backward(safe_target, valid)
-        ctx.shape, ctx.reduction, ctx.count = logp.shape, reduction, count
+        losses = xp.where(valid, -xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1).reshape(n), 0)
+        count = _count(xp, valid, losses.dtype)
+        ctx.save_for_backward(safe_target, valid, count)
+        ctx.shape, ctx.reduction = logp.shape, reduction
         return _reduce(xp, losses, reduction, count)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         xp = ctx.xp
-        target, valid = ctx.saved_tensors
-        n = ctx.shape[0]
-        scale = _reduction_scale(xp, grad, ctx.reduction, ctx.count, n)
-        dlogp = xp.zeros(ctx.shape, dtype=grad.dtype)
-        dlogp[xp.arange(n), target] = -(scale[:, 0] * valid)
-        return dlogp, None
+        target, valid, count = ctx.saved_tensors
+        n, classes = ctx.shape
+        picked = _one_hot(xp, target, classes) & valid.reshape(n, 1)
+        return xp.where(picked, -_row_scale(grad, ctx.reduction, count, n), 0), None
 
 
 def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
-    """(N, C, d1, ...) logits and (N, d1, ...) targets as (rows, C) and (rows,)."""
-    target_data = target.data if isinstance(target, Tensor) else target
+    """(N, C, d1, ...) logits and (N, d1, ...) targets as (rows, C) and (rows,) (targets as an array
+    on the input's device; host data is copied there)."""
+    if not isinstance(target, Tensor):
+        target = tensor(target, device=input.device)
+    elif target.device != input.device:
+        raise RuntimeError(f"{op}: target is on {target.device} but input is on {input.device}; "
+                           f"move the target with .to('{input.device}')")
+    target_data = target.data
     if input.ndim == 1:
         input, target_data = input.reshape(1, -1), target_data.reshape(1)
     if input.ndim < 2:
@@ -116,12 +131,6 @@ def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
     return rows, target_data.reshape(-1), expected
 
 
-def _check_targets(target: Any, classes: int, ignore_index: int, op: str) -> None:
-    valid = target[target != ignore_index]
-    if valid.size and (valid.min() < 0 or valid.max() >= classes):
-        raise IndexError(f"{op}: target values must be in [0, {classes - 1}], got values in [{valid.min()}, {valid.max()}]")
-
-
 def _check_reduction(reduction: str, op: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -134,7 +143,7 @@ def cross_entropy(input: Tensor, target: Any, ignore_index: int = -100, reductio
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     rows, flat_target, shape = _as_rows(input, target, "cross_entropy")
-    _check_targets(flat_target, rows.shape[1], ignore_index, "cross_entropy")
+    check_indices(input._backend, flat_target, rows.shape[1], "cross_entropy", "target values", ignore_index)
     loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, float(label_smoothing))
     return loss.reshape(shape) if reduction == "none" else loss
 
@@ -143,7 +152,7 @@ def nll_loss(input: Tensor, target: Any, ignore_index: int = -100, reduction: st
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at ``target`` (N, ...)."""
     _check_reduction(reduction, "nll_loss")
     rows, flat_target, shape = _as_rows(input, target, "nll_loss")
-    _check_targets(flat_target, rows.shape[1], ignore_index, "nll_loss")
+    check_indices(input._backend, flat_target, rows.shape[1], "nll_loss", "target values", ignore_index)
     loss = NllLoss.apply(rows, flat_target, ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 

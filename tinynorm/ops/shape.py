@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..autograd.function import Context, Function
 from ..backends import get_backend
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from .reductions import normalize_dims
 
 
@@ -122,11 +122,11 @@ class Clone(Function):
 
 
 class ToDevice(Function):
-    """Copy to another device; the gradient is copied back to the source device."""
+    """Copy to another device (through host memory); the gradient is copied back to the source device."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, device: str) -> Any:
-        ctx.target = get_backend(device)
+        ctx.target, ctx.device = get_backend(device), device
         return ctx.target.from_numpy(ctx.xp.to_numpy(x))
 
     @staticmethod
@@ -135,9 +135,7 @@ class ToDevice(Function):
 
 
 def to_device(x: Tensor, device: str) -> Tensor:
-    result = ToDevice.apply(x, device)
-    result.device = device
-    return result
+    return ToDevice.apply(x, device)
 
 
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -189,18 +187,49 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    return GetItem.apply(x, _raw_index(index))
+    return GetItem.apply(x, _raw_index(index, x))
 
 
-def _raw_index(index: Any) -> Any:
-    """Replace tensors inside an index by their arrays (index tensors carry no gradient)."""
-    if isinstance(index, Tensor):
-        return index.data
+def _raw_index(index: Any, x: Tensor) -> Any:
+    """``index`` with its index arrays as arrays on ``x``'s device (index tensors carry no gradient)."""
     if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
-    if isinstance(index, list):
-        return get_backend("cpu").asarray(index)
-    return index
+        return tuple(_raw_index_item(item, x) for item in index)
+    return _raw_index_item(index, x)
+
+
+def _raw_index_item(item: Any, x: Tensor) -> Any:
+    """One entry of an index: tensors become their arrays, lists (and arrays of another device's
+    kind, such as numpy arrays indexing a CUDA tensor) become arrays on ``x``'s device."""
+    if isinstance(item, Tensor):
+        if item.device != x.device:
+            raise RuntimeError(
+                f"indexing: the index tensor is on {item.device} but the indexed tensor is on {x.device}; "
+                f"move the index with .to('{x.device}')"
+            )
+        return item.data
+    if isinstance(item, list) or (getattr(item, "ndim", 0) and not isinstance(item, x._backend.ndarray)):
+        return tensor(item, device=x.device).data
+    return item
+
+
+def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indices",
+                  ignore_index: int | None = None) -> None:
+    """Raise ``IndexError`` unless every entry of the integer array ``indices`` (an array of backend
+    ``xp``; ``name`` in the message) is in ``[0, upper)``, entries equal to ``ignore_index`` excepted.
+
+    The test runs on the device and brings one number back: out-of-range indices would otherwise make
+    a kernel read outside its array. The offending values are gathered on the host only to report them.
+    """
+    bad = (indices < 0) | (indices >= upper)
+    if ignore_index is not None:
+        bad = bad & (indices != ignore_index)
+    if xp.to_numpy(xp.sum(bad)).item():
+        values, mask = xp.to_numpy(indices), xp.to_numpy(bad)
+        raise IndexError(
+            f"{op}: {name} must be in [0, {upper - 1}]"
+            + ("" if ignore_index is None else f" (or {ignore_index}, ignored)")
+            + f", got {values[mask][:5].tolist()} (the first of {int(mask.sum())} out of range)"
+        )
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

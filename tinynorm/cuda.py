@@ -1,0 +1,147 @@
+"""The CUDA device: whether it is usable, synchronizing with it, and sharing memory with other libraries.
+
+``import tinynorm`` never imports ``numba.cuda`` (slow, and it looks for a driver): this module imports
+it only when one of its functions is first called. ``device='cuda'`` needs the ``numba-cuda`` package
+(``pip install 'tinynorm[cuda]'``) and an NVIDIA GPU, or Numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1`` set before tinynorm is imported: slow, for tests).
+
+Kernels run asynchronously: a call returns once the work is queued. Reading values back to the host
+(``.numpy()``, ``.item()``) waits for them; :func:`synchronize` waits explicitly, e.g. before stopping
+a timer.
+
+Interop goes through the CUDA Array Interface (``__cuda_array_interface__``), which CuPy arrays,
+PyTorch CUDA tensors and Numba device arrays implement: :func:`from_cuda_array` shares their memory,
+and tinynorm's own CUDA tensors expose the interface, so ``torch.as_tensor(t, device='cuda')`` or
+``cupy.asarray(t)`` share theirs.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Any
+
+import numba
+import numpy as np
+
+from . import dtypes
+from .tensor import Tensor
+
+__all__ = ["is_available", "device_count", "synchronize", "from_cuda_array"]
+
+
+@functools.cache
+def _unavailable_reason() -> str | None:
+    """Why ``device='cuda'`` cannot work in this process, or None when it can (probed once)."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        return "the numba-cuda package is not installed; install the cuda extra: pip install 'tinynorm[cuda]'"
+    try:
+        from numba import cuda
+    except ImportError as error:
+        return f"numba-cuda is installed but does not import ({error}); reinstall the cuda extra"
+    if not cuda.is_available():
+        return ("numba-cuda found no usable NVIDIA GPU and driver; run on a machine with one, or set "
+                "NUMBA_ENABLE_CUDASIM=1 before importing tinynorm to use Numba's (slow) CUDA simulator")
+    return None
+
+
+def is_available() -> bool:
+    """True when tensors can live on ``'cuda'``: numba-cuda is installed and finds a GPU (or the
+    simulator is on). Imports ``numba.cuda`` on the first call."""
+    return _unavailable_reason() is None
+
+
+def require() -> None:
+    """Raise ``RuntimeError`` saying why and how to fix it, unless the CUDA device is usable."""
+    reason = _unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"device 'cuda' is not available: {reason}")
+
+
+def device_count() -> int:
+    """How many CUDA devices numba-cuda sees (0 when CUDA is unavailable). tinynorm uses the first."""
+    if not is_available():
+        return 0
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+def synchronize() -> None:
+    """Wait until every kernel queued on the CUDA device has finished."""
+    require()
+    from numba import cuda
+
+    cuda.synchronize()
+
+
+def from_cuda_array(obj: Any) -> Tensor:
+    """A CUDA tensor sharing memory with ``obj``, any object with ``__cuda_array_interface__``.
+
+    Writes through either side are seen by the other, and the tensor keeps ``obj`` alive. Strided
+    and negatively strided views keep their layout (no copy). A PyTorch tensor that requires grad
+    refuses to export its memory: pass ``t.detach()``. The result does not require grad.
+    """
+    interface = getattr(obj, "__cuda_array_interface__", None)
+    if interface is None:
+        raise TypeError(
+            f"from_cuda_array: expected an object with __cuda_array_interface__ (a CuPy array, a PyTorch "
+            f"CUDA tensor, a Numba device array), got {type(obj).__name__}; use tinynorm.tensor() for host data"
+        )
+    require()
+    if interface.get("mask") is not None:
+        raise ValueError("from_cuda_array: masked arrays are not supported (the interface has a 'mask')")
+    dtype = np.dtype(interface["typestr"])
+    try:
+        dtypes.as_dtype(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"from_cuda_array: dtype {dtype} is not supported by tinynorm") from None
+    shape = tuple(int(n) for n in interface["shape"])
+    strides = _element_strides(interface.get("strides"), shape, dtype)
+    # The storage spans the lowest to the highest element address; negative strides start below data.
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    length = high - low + 1 if all(shape) else 0
+    pointer = interface["data"][0] + low * dtype.itemsize
+    storage = _device_memory(pointer, length, dtype, obj, interface.get("stream"))
+
+    from .backends.cuda.array import CudaArray
+
+    return Tensor._from_array(CudaArray(storage, shape, strides, offset=-low), "cuda")
+
+
+def _element_strides(byte_strides: Any, shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
+    """The interface's byte strides (None: C-contiguous) as element strides."""
+    if byte_strides is None:
+        from .backends.cuda.array import contiguous_strides
+
+        return contiguous_strides(shape)
+    if any(s % dtype.itemsize for s in byte_strides):
+        raise ValueError(
+            f"from_cuda_array: byte strides {tuple(byte_strides)} are not multiples of the item size "
+            f"{dtype.itemsize} of {dtype}; tinynorm views count strides in elements"
+        )
+    return tuple(int(s) // dtype.itemsize for s in byte_strides)
+
+
+def _device_memory(pointer: int, length: int, dtype: np.dtype, owner: Any, stream: Any) -> Any:
+    """A flat Numba device array of ``length`` items at ``pointer`` that keeps ``owner`` alive.
+
+    The simulator has no ``from_cuda_array_interface``, but its device memory is host memory, so
+    there the pointer is viewed through numpy's array interface instead.
+    """
+    from numba import cuda
+
+    description = {"data": (pointer, False), "shape": (length,), "strides": None, "typestr": dtype.str, "version": 3}
+    if not numba.config.ENABLE_CUDASIM:
+        return cuda.from_cuda_array_interface(dict(description, stream=stream), owner=owner)
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return FakeCUDAArray(np.asarray(_HostView(description, owner)))
+
+
+class _HostView:
+    """Memory seen through numpy's ``__array_interface__``; arrays made from it keep ``owner`` alive."""
+
+    def __init__(self, description: dict, owner: Any) -> None:
+        self.__array_interface__ = description
+        self.owner = owner
