@@ -12,7 +12,7 @@ import tinynorm
 import tinynorm.nn.functional as F
 from tinynorm.autograd import Function, GradcheckError, format_graph, gradcheck, to_dot
 
-from conftest import leaf
+from helpers import leaf
 
 
 # ---------------------------------------------------------------------------- traversal

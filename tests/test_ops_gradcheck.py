@@ -14,7 +14,7 @@ import tinynorm.nn.functional as F
 from tinynorm.autograd import gradcheck
 from tinynorm.nn.embedding import embedding
 
-from conftest import broadcast_pairs, leaf, seeds, shapes
+from helpers import broadcast_pairs, leaf, seeds, shapes
 
 SETTINGS = settings(max_examples=12, deadline=None)
 

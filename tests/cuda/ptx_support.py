@@ -4,6 +4,7 @@ Compiling a kernel to PTX needs NVVM (the cuda extra), not a GPU. The ``compile_
 ``conftest.py`` next to this file.
 """
 import re
+from pathlib import Path
 
 from numba import types
 
@@ -28,3 +29,10 @@ P1, P2, P3 = (array_type(F32, ndim) for ndim in (1, 2, 3))
 # An instruction that computes in, loads, stores or converts to/from float64, e.g. add.f64, fma.rn.f64,
 # cvt.f64.f32, cvt.rn.f32.f64, ld.global.f64, setp.lt.f64 (a ".reg .f64" declaration is caught too).
 F64 = re.compile(r"^\s*(?:@%p\d+\s+)?[a-z]+(?:\.[a-z0-9]+)*\.f64\b.*$|\.reg\s+\.f64", re.MULTILINE)
+
+
+def ptxas() -> Path:
+    """The ptxas of the nvidia-cuda-nvcc package that numba-cuda's cu12 extra installs (reports registers
+    and spills of PTX assembled for sm_90, as the driver would)."""
+    import nvidia.cuda_nvcc
+    return Path(next(iter(nvidia.cuda_nvcc.__path__))) / "bin" / "ptxas"

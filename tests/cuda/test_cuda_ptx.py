@@ -22,7 +22,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import CC, F16, F32, F64, I64, NONE, P1, P2, P3
+from ptx_support import CC, F16, F32, F64, I64, NONE, P1, P2, P3, ptxas
 from ptx_support import array_type as _array
 
 
@@ -92,12 +92,6 @@ def test_every_kernel_compiles_to_float32_only_ptx(compile_ptx):
     assert not problems, "\n".join(problems)
 
 
-def _ptxas() -> Path:
-    """The ptxas of the nvidia-cuda-nvcc package that numba-cuda's cu12 extra installs."""
-    import nvidia.cuda_nvcc
-    return Path(next(iter(nvidia.cuda_nvcc.__path__))) / "bin" / "ptxas"
-
-
 def test_narrow_rows_stay_in_registers(compile_ptx, tmp_path):
     """The GPU build reduces with shfl.sync.bfly (the simulator's stand-in is not compiled), and the
     size-specialized narrow kernels keep their row in registers: ptxas (assembling for sm_90, as the
@@ -113,7 +107,7 @@ def test_narrow_rows_stay_in_registers(compile_ptx, tmp_path):
             assert "shfl.sync.bfly.b32" in ptx
             source = tmp_path / "kernel.ptx"
             source.write_text(ptx)
-            report = subprocess.run([str(_ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "k.cubin")],
+            report = subprocess.run([str(ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "k.cubin")],
                                     capture_output=True, text=True, check=True).stderr
             where = f"{kind} per_lane={per_lane}: {report}"
             assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), where

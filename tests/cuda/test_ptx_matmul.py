@@ -14,8 +14,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, tuple_type
-from test_cuda_ptx import _ptxas
+from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, ptxas, tuple_type
 
 # Measured on sm_90: 96 registers for float32 and float16, 124 with 3 batch dims; at most 128 lets two
 # 256-thread blocks share an SM.
@@ -61,7 +60,7 @@ def test_sums_stay_in_registers(compile_ptx, tmp_path, name, signature):
     """ptxas (assembling for sm_90, as the driver would) reports no spills and no stack frame."""
     source = tmp_path / "gemm.ptx"
     source.write_text(compile_ptx(_kernel(np.float32), signature))
-    report = subprocess.run([str(_ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "gemm.cubin")],
+    report = subprocess.run([str(ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "gemm.cubin")],
                             capture_output=True, text=True, check=True).stderr
     where = f"{name}: {report}"
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), where
