@@ -6,13 +6,12 @@ so a CI that forgot the extra is noticed. A float64 instruction in a float32 ker
 bug (a Python float literal or a float64 scalar argument promotes the arithmetic around it), costing
 up to 64x throughput on consumer GPUs: every ``.f64`` instruction is reported.
 
-The second half checks the low-overhead launch against Numba's own argument handling, which also
-runs without a GPU.
+The second half checks the low-overhead launch (tinynorm/kernels/cuda/launch.py) against Numba's own
+argument handling, for signatures of every kernel family; that also runs without a GPU.
 """
 import ctypes
 import re
 import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 
 import numba
@@ -22,8 +21,25 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import CC, F16, F32, F64, I64, NONE, P1, P2, P3, ptxas
+from numba import types
+from ptx_support import (
+    BOOL,
+    CC,
+    F16,
+    F32,
+    F64,
+    F64_TYPE,
+    I64,
+    NONE,
+    P1,
+    P2,
+    P3,
+    ptxas,
+    tuple_type,
+)
 from ptx_support import array_type as _array
+
+U8, I32, U64 = types.uint8, types.int32, types.uint64
 
 
 def _row_norm_cases(dtype):
@@ -133,6 +149,8 @@ def test_f64_pattern_catches_float64_arithmetic(compile_ptx):
 # to the driver call: a compiled ``_Kernel`` flattens arguments with ``_prepare_args``, and cuda.core's
 # ``ParamHolder`` builds the ``void **kernelParams`` block that numba-cuda passes to the driver.
 
+# The kernel's own parameter list (a called ``.func``, e.g. a float16 helper, declares parameters too).
+PTX_ENTRY = re.compile(r"\.entry\s+\w+\s*\((.*?)\)", re.DOTALL)
 PTX_PARAM = re.compile(r"\.param\s+\.(\w+)(?:\s+\.align\s+\d+)?\s+\w+(?:\[(\d+)\])?")
 PTX_SIZES = {"u64": 8, "s64": 8, "b64": 8, "f64": 8, "u32": 4, "s32": 4, "b32": 4, "f32": 4,
              "u16": 2, "s16": 2, "b16": 2, "f16": 2, "u8": 1, "s8": 1, "b8": 1}
@@ -154,6 +172,74 @@ def _launch_cases():
         ("BN merge statistics", batch_norm._merge_stats_kernel, (P3, P1, P1)),
         ("GN forward, no affine", group_norm._forward_kernel, (_array(F32, 3), I64, NONE, NONE, F32,
                                                                _array(F32, 3), P2, P2, I64)),
+        *_family_launch_cases(),
+    ]
+
+
+def _family_launch_cases():
+    """Signatures of the other kernel families, as their host wrappers launch them: shape and strides
+    tuples, float16/float64/int64/uint64/uint8/bool scalars, None, arrays of float16/32/64, int32,
+    int64, uint64, uint8 and bool with 1 to 4 dims, and a 0-d array."""
+    from numba import cuda
+
+    from tinynorm.kernels.cuda import (
+        conv,
+        indexing,
+        matmul,
+        optim,
+        pool,
+        random,
+        reductions,
+        softmax,
+        strided,
+    )
+    from tinynorm.kernels.cuda import elementwise as ew
+
+    @cuda.jit
+    def store_scalar(out, value):  # no tinynorm kernel takes a 0-d array; Numba passes it as 5 parameters
+        out[()] = value
+
+    t1, t2, t3 = (tuple_type(n) for n in (1, 2, 3))
+    f16, f64, i64, u8, mask = _array(F16, 1), _array(F64_TYPE, 1), _array(I64, 1), _array(U8, 1), _array(BOOL, 1)
+    a4, index4, geometry = _array(F32, 4), _array(I64, 4), (I64,) * 6
+    f32 = np.dtype(np.float32)
+    return [
+        ("map add(array, scalar)", ew.map_kernel(ew.add, 2, ((False, F32), (True, F32), (True, BOOL))),
+         (P1, I64, t2, t2, I64, P1, I64, t2, F32, I64, t2, BOOL, I64, t2)),
+        ("map where(mask, float16, float64 scalar)",
+         ew.map_kernel(ew.where, 3, ((False, BOOL), (False, F32), (True, F32))),
+         (P1, I64, t3, t3, I64, mask, I64, t3, f16, I64, t3, F64_TYPE, I64, t3)),
+        ("map astype uint8 -> float32", ew.map_kernel(ew.identity, 1, ((False, F32), (True, BOOL), (True, BOOL))),
+         (P1, I64, t1, t1, I64, u8, I64, t1, BOOL, I64, t1, BOOL, I64, t1)),
+        ("arange float64", ew.arange_kernel(F64_TYPE), (f64, F64_TYPE, F64_TYPE)),
+        ("copy_strided float16 -> float32", strided._copy_kernel, (P1, f16, I64, t3, t3)),
+        ("row sums, mean", reductions._sum_thread_kernel(np.dtype(np.float64)), (_array(F64_TYPE, 2), F64_TYPE, f64)),
+        ("row sums of bools", reductions._sum_block_kernel(np.dtype(np.int64), 256),
+         (_array(BOOL, 2), NONE, I64, I64, i64)),
+        ("argmax partials", reductions._extreme_block_kernel(True, f32, 256), (P2, NONE, I64, I64, NONE, i64)),
+        ("min of uint64 rows", reductions._extreme_thread_kernel(False, np.dtype(np.uint64)),
+         (_array(U64, 2), _array(I64, 2), _array(U64, 1), NONE)),
+        ("softmax forward", softmax.forward_kernel(f32), (P2, P2, BOOL)),
+        ("log_softmax backward float64", softmax.backward_kernel(np.dtype(np.float64)),
+         (*(_array(F64_TYPE, 2),) * 3, BOOL)),
+        ("gemm float16", matmul.gemm_kernel(f32), (f16, t3, f16, t3, t1, I64, _array(F16, 3))),
+        ("gemm int32", matmul.gemm_kernel(np.dtype(np.int64)),
+         (_array(I32, 1), t3, _array(I32, 1), t3, t1, I64, _array(I32, 3))),
+        ("im2col", conv._im2col_kernel, (a4, P3, *geometry, I64)),
+        ("col2im float64", conv._col2im_kernel, (_array(F64_TYPE, 3), _array(F64_TYPE, 4), *geometry, I64, F64_TYPE)),
+        ("channel sums", conv._channel_sums_kernel(F32), (P3, P1)),
+        ("max pool", pool._max_pool_kernel, (a4, a4, index4, *geometry, F32)),
+        ("max pool backward", pool._max_pool_backward_kernel, (a4, index4, a4, F32, i64)),
+        ("index positions", indexing._positions_kernel, (_array(I64, 2), t2, t2, i64, i64, _array(I32, 1))),
+        ("scatter", indexing._scatter_kernel, (P1, I64, t2, t2, i64, i64, i64, I64, P1, I64, t3, t3, BOOL)),
+        ("nonzero", indexing._nonzero_kernel, (mask, i64, t3, _array(I64, 2))),
+        ("exclusive scan", indexing._exclusive_scan_kernel, (i64,)),
+        ("fill uint8", indexing._fill_kernel, (u8, U8)),
+        ("SGD float16, no momentum", optim._sgd_kernel, (f16, f16, NONE, F16, NONE, F16, F16, BOOL, BOOL, BOOL)),
+        ("AdamW float64, amsgrad", optim._adam_kernel, (f64,) * 5 + (F64_TYPE,) * 7 + (NONE, F64_TYPE, BOOL)),
+        ("uniform float32", random._uniform_words_kernel, (P1, U64, U64, U64, F32)),
+        ("uniform float64", random._uniform_float64_kernel, (f64, U64, U64)),
+        ("0-d array", store_scalar, (_array(F32, 0), F32)),
     ]
 
 
@@ -171,25 +257,38 @@ def compile_kernel(compile_ptx, monkeypatch):
 
     def compile_(kernel, signature):
         compiled = dispatcher._Kernel(kernel.py_func, signature, extensions=[NONE_AS_NULL_POINTER])
-        sizes = [int(n) if n else PTX_SIZES[kind] for kind, n in PTX_PARAM.findall(compile_ptx(kernel, signature))]
+        parameters = PTX_ENTRY.search(compile_ptx(kernel, signature)).group(1)
+        sizes = [int(n) if n else PTX_SIZES[kind] for kind, n in PTX_PARAM.findall(parameters)]
         return compiled, sizes
 
     return compile_
 
 
 def _device_array(ty, address):
-    """A real numba DeviceNDArray of type ``ty`` (shapes 3, 5, 7...) on fake memory at ``address``."""
+    """A real numba DeviceNDArray of type ``ty`` (shapes 3, 5, 7, 2, or 0-d) on fake memory at ``address``."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
     dtype = np.dtype(str(ty.dtype))
-    shape = (3, 5, 7)[:ty.ndim]
+    shape = (3, 5, 7, 2)[:ty.ndim]
     strides = tuple(int(np.prod(shape[d + 1:])) * dtype.itemsize for d in range(ty.ndim))
     memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_void_p(address))
     return DeviceNDArray(shape, strides, dtype, gpu_data=memory)
 
 
+# A value of each scalar type, of the Python type Numba types as it (a Python int is int64, ...);
+# negative and high-bit values check that no sign or bit is lost on the way.
+SCALARS = {F32: np.float32(1e-5), F16: np.float16(-0.333), F64_TYPE: -2.5e-300, I64: -7, BOOL: True,
+           U64: np.uint64(0xFEDC_BA98_7654_3210), U8: np.uint8(200), NONE: None}
+
+
+def _value(ty):
+    """An argument of the scalar or tuple type ``ty`` (a shape or strides tuple of ``n`` ints: ``(5, -2, 9)[:n]``)."""
+    if isinstance(ty, types.BaseTuple):
+        return (5, -2, 9)[:len(ty)]
+    return SCALARS[ty]
+
+
 def _arguments(signature):
-    values = {F32: np.float32(1e-5), I64: 7, NONE: None}
-    return tuple(_device_array(ty, 0x7F00_0000_0000 + 0x10_0000 * i) if hasattr(ty, "ndim") else values[ty]
+    return tuple(_device_array(ty, 0x7F00_0000_0000 + 0x10_0000 * i) if hasattr(ty, "ndim") else _value(ty)
                  for i, ty in enumerate(signature))
 
 
@@ -206,7 +305,7 @@ def _numba_parameters(compiled, args, sizes):
 
 
 def test_flatten_matches_numbas_parameters(compile_kernel):
-    """``flatten`` gives, for every norm kernel's arguments, the parameters (count, sizes, bytes) that
+    """``flatten`` gives, for every kernel family's arguments, the parameters (count, sizes, bytes) that
     Numba's dispatcher passes and that the kernel's PTX declares; the hot-path writers agree."""
     from tinynorm.kernels.cuda.launch import _writer, flatten
     for name, kernel, signature in _launch_cases():
@@ -241,7 +340,7 @@ def test_plan_block_matches_numbas_block(compile_kernel):
     own block holds (a fake driver reads it the way ``cuLaunchKernel`` does); a plan whose sizes
     differ from the driver's ``arguments_info`` is refused."""
     from tinynorm.kernels.cuda.launch import _Plan
-    for name, kernel, signature in _launch_cases()[:6]:
+    for name, kernel, signature in _launch_cases():
         compiled, sizes = compile_kernel(kernel, signature)
         info = [SimpleNamespace(size=size) for size in sizes]
         cufunc = SimpleNamespace(handle=0x1234, kernel=SimpleNamespace(arguments_info=info))
@@ -249,10 +348,11 @@ def test_plan_block_matches_numbas_block(compile_kernel):
         first = _arguments(signature)
         plan = _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
         plan.driver = _RecordingDriver(sizes)
-        for args in (first, tuple(_device_array(a._numba_type_, 0x7E00_0000_0000) if hasattr(a, "gpu_data") else a
-                                  for a in first)):
+        moved = tuple(_device_array(a._numba_type_, 0x7E00_0000_0000) if hasattr(a, "gpu_data") else a for a in first)
+        for args in (first, moved):
             plan.launch((4, 2, 1), (128, 1, 1), 256, args)
-            assert plan.driver.launches[-1] == ((4, 2, 1), (128, 1, 1), 256, _numba_parameters(compiled, args, sizes)), name
+            expected = ((4, 2, 1), (128, 1, 1), 256, _numba_parameters(compiled, args, sizes))
+            assert plan.driver.launches[-1] == expected, name
         info.pop()
         with pytest.raises(ValueError, match="parameter sizes"):
             _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
@@ -291,6 +391,29 @@ def test_plans_are_made_for_the_dispatchers_overload(compile_kernel):
     fake.overloads[tuple(signature)] = compiled
     assert isinstance(launch._make_plan(fake, args), launch._Plan)
     assert launch._argument_key(args[0]) == (np.dtype(np.float32), 2)
+
+
+def test_argument_keys_promise_the_dispatchers_types():
+    """For every argument kind of every kernel family (tuples, each scalar type, None, arrays of each
+    dtype and rank), the key a plan is filed under promises the type the dispatcher gives the value;
+    values whose type the key cannot tell are never planned."""
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    from tinynorm.kernels.cuda import launch
+    for name, _, signature in _launch_cases():
+        args = _arguments(signature)
+        assert tuple(CUDADispatcher.typeof_pyval(None, a) for a in args) == signature, name
+        assert tuple(launch._expected_type(a) for a in args) == signature, name
+        assert all(launch._argument_key(a) is not None for a in args), name
+    assert launch._argument_key((3, np.int64(-1))) == (tuple, int, np.int64)
+    assert launch._expected_type((3, np.int32(-1))) == types.Tuple((I64, I32))
+    assert launch._writer(tuple_type(2))((3, -1)) == [3, 2**64 - 1]
+    with pytest.raises(KeyError):  # a Python int this large is typed uint64 by Numba
+        launch._argument_key(2**63)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_void_p(0x7F00_0000_0000))
+    with pytest.raises(KeyError):  # a broadcast row: stride 0
+        launch._argument_key(DeviceNDArray((3, 5), (0, 4), np.float32, gpu_data=memory))
 
 
 class _FakeDispatcher:

@@ -290,7 +290,8 @@ def backward(dy, x, mean, rstd, weight, dx):
     if cols <= NARROW_MAX_COLS:
         grid = grid_size(rows, ROWS_PER_BLOCK)
         part = cuda.device_array((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
-        launch(narrow_backward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE, (dy, x, mean, rstd, weight, dx, part))
+        launch(narrow_backward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE,
+               (dy, x, mean, rstd, weight, dx, part))
     else:
         grid = grid_size(rows, 1, per_sm=WIDE_BACKWARD_BLOCKS_PER_SM)
         cached = min(cols, CACHE_BYTES // 8)

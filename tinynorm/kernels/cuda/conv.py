@@ -28,6 +28,7 @@ from numba import cuda
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, conv2d_output_size
 from ._shared import on_device
+from .launch import jit, launch
 from .matmul import matmul_strided
 from .strided import THREADS, blocks_for
 
@@ -47,7 +48,7 @@ def check_input(name: str, array: object):
 
 
 # ----------------------------------------------------------------------------------------- kernels
-@cuda.jit(cache=True)
+@jit
 def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w):
     """One thread per element of ``cols``: the input value its window position reads, or a padding zero."""
     h, w = x.shape[2], x.shape[3]
@@ -65,7 +66,7 @@ def _im2col_kernel(x, cols, kh, kw, sh, sw, ph, pw, out_w):
             cols[n, row, column] = 0
 
 
-@cuda.jit(cache=True)
+@jit
 def _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, zero):
     """One thread per input pixel: the sum of the ``cols`` entries that :func:`_im2col_kernel` filled
     from it, over kernel offsets ``(i, j)`` in row-major order. ``zero`` has the arrays' dtype."""
@@ -88,7 +89,7 @@ def _col2im_kernel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, zero):
         dx[n, c, ih, iw] = total
 
 
-@cuda.jit(cache=True)
+@jit
 def _add_bias_kernel(y, bias):
     """``y[n, o, :] += bias[o]`` for ``y`` of shape (N, O, L), in place."""
     channels, length = y.shape[1], y.shape[2]
@@ -97,7 +98,7 @@ def _add_bias_kernel(y, bias):
         y[index // (length * channels), o, index % length] += bias[o]
 
 
-@cuda.jit(cache=True)
+@jit
 def _sum_batches_kernel(a, out, zero):
     """``out[j] = sum_b a[b, j]``, one thread per column, adding ``b = 0, 1, ...`` in order."""
     for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):
@@ -112,7 +113,7 @@ def _channel_sums_kernel(dtype: numba.types.Float):
     """The kernel of :func:`channel_sums` for one Numba float dtype (its shared memory needs the dtype
     at compile time). Block ``o`` sums channel ``o``; launch it with ``THREADS`` threads per block."""
 
-    @cuda.jit
+    @jit
     def kernel(a, out):
         partial = cuda.shared.array(THREADS, dtype)
         o, t = cuda.blockIdx.x, cuda.threadIdx.x
@@ -145,7 +146,7 @@ def sum_batches(a):
     out = cuda.device_array(a.shape[1:], dtype=a.dtype)
     if out.size:
         flat = a.reshape(a.shape[0], out.size)
-        _sum_batches_kernel[blocks_for(out.size), THREADS](flat, out.reshape(out.size), _zero(a))
+        launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, out.reshape(out.size), _zero(a)))
     return out
 
 
@@ -155,7 +156,7 @@ def channel_sums(a):
     out = cuda.device_array(a.shape[1], dtype=a.dtype)
     if out.size:
         kernel = _channel_sums_kernel(numba.from_dtype(a.dtype))
-        kernel[out.size, THREADS](a, out)
+        launch(kernel, out.size, THREADS, (a, out))
     return out
 
 
@@ -170,7 +171,7 @@ def im2col(x, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0):
     (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
     cols = cuda.device_array((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
     if cols.size:
-        _im2col_kernel[blocks_for(cols.size), THREADS](x, cols, kh, kw, sh, sw, ph, pw, out_w)
+        launch(_im2col_kernel, blocks_for(cols.size), THREADS, (x, cols, kh, kw, sh, sw, ph, pw, out_w))
     return cols
 
 
@@ -204,7 +205,8 @@ def col2im(
     cols = _check_cols(cols, input_shape, (kh, kw), out_size)
     dx = cuda.device_array(input_shape, dtype=cols.dtype)
     if dx.size:
-        _col2im_kernel[blocks_for(dx.size), THREADS](cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], _zero(cols))
+        launch(_col2im_kernel, blocks_for(dx.size), THREADS,
+               (cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], _zero(cols)))
     return dx
 
 
@@ -260,7 +262,7 @@ def conv2d_forward(x, weight, bias=None, stride: IntPair = 1, padding: IntPair =
     # y[n] = weight (O, rows) @ cols[n]: the weight is broadcast over n (batch stride 0).
     y = _batched_gemm(weight, (0, rows, 1), cols, (rows * length, length, 1), (batch, out_channels, length), rows)
     if bias is not None and y.size:
-        _add_bias_kernel[blocks_for(y.size), THREADS](y, bias)
+        launch(_add_bias_kernel, blocks_for(y.size), THREADS, (y, bias))
     return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
 
 

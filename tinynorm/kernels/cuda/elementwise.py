@@ -23,6 +23,7 @@ from typing import Any
 
 from numba import cuda, from_dtype, types
 
+from .launch import jit, launch
 from .strided import blocks_for, collapse_dims, strided_offset, threads_for
 
 MAX_OPERANDS = 3
@@ -226,7 +227,7 @@ def map_kernel(op: Callable, arity: int, operands: tuple[tuple[bool, types.Type]
     apply = _with_three_arguments(op, arity)
     load_a, load_b, load_c = (_loader(scalar, cast) for scalar, cast in operands)
 
-    @cuda.jit
+    @jit
     def kernel(out, out_offset, out_strides, shape, size,
                a, a_offset, a_strides, b, b_offset, b_strides, c, c_offset, c_strides):
         for i in range(cuda.grid(1), size, cuda.gridsize(1)):
@@ -242,7 +243,7 @@ def map_kernel(op: Callable, arity: int, operands: tuple[tuple[bool, types.Type]
 def arange_kernel(cast: types.Type) -> Any:
     """The kernel ``out[i] = start + i * step`` with ``i`` cast to ``cast`` (the output's type), so a
     float32 range is computed in float32."""
-    @cuda.jit
+    @jit
     def kernel(out, start, step):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = start + cast(i) * step
@@ -287,11 +288,11 @@ def map_strided(op: Callable, out: Any, out_offset: int, out_strides: Sequence[i
             arguments += [False, 0, zeros]
             kinds.append((True, types.boolean))
     kernel = map_kernel(op, len(operands), tuple(kinds))
-    kernel[blocks_for(size), threads_for(size)](out, out_offset, strides[0], shape, size, *arguments)
+    launch(kernel, blocks_for(size), threads_for(size), (out, out_offset, strides[0], shape, size, *arguments))
 
 
 def arange_into(out: Any, start: Any, step: Any) -> None:
     """Fill the 1-D ``out`` with ``start + i * step`` (``start`` and ``step`` of ``out``'s dtype)."""
     if out.size:
         kernel = arange_kernel(from_dtype(out.dtype))
-        kernel[blocks_for(out.size), threads_for(out.size)](out, start, step)
+        launch(kernel, blocks_for(out.size), threads_for(out.size), (out, start, step))

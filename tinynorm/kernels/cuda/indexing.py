@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, int32, int64
 
+from .launch import jit, launch
 from .strided import THREADS, blocks_for, strided_offset, threads_for
 
 INDEX_DTYPE = np.dtype(np.int64)
@@ -31,7 +32,7 @@ RADIX = 1 << RADIX_BITS  # digit values per pass
 SORT_TILE = THREADS  # most entries per block in a sort pass (one per thread)
 
 
-@cuda.jit(cache=True)
+@jit
 def _positions_kernel(indices, sizes, strides, positions, keys, bad):
     """``positions[j] = sum_k wrap(indices[k, j]) * strides[k]``, ``keys[j]`` the C-order rank of the
     wrapped index tuple in ``sizes``; ``bad[0] = 1`` if an index is out of range."""
@@ -59,7 +60,7 @@ def _size(shape):
     return size
 
 
-@cuda.jit(cache=True)
+@jit
 def _gather_kernel(out, source, base, shape, strides, positions, inner):
     """``out[i] = source[base + layout offset of i + positions[j]]``, ``j`` the index-axis coordinate of i."""
     count = positions.size
@@ -68,7 +69,7 @@ def _gather_kernel(out, source, base, shape, strides, positions, inner):
         out[i] = source[strided_offset(i, base, strides, shape) + positions[j]]
 
 
-@cuda.jit(cache=True)
+@jit
 def _scatter_kernel(dest, base, shape, strides, positions, keys, order, inner,
                     values, values_offset, values_strides, values_shape, accumulate):
     """One thread per element of ``shape``, whose index axis runs over the entries in key order (entry
@@ -99,7 +100,7 @@ def _scatter_kernel(dest, base, shape, strides, positions, keys, order, inner,
             dest[target] = total
 
 
-@cuda.jit(cache=True)
+@jit
 def _iota_kernel(out):
     """``out[i] = i``: the entries in index order, where the sort starts."""
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
@@ -116,7 +117,7 @@ def _load_digits(keys, shift, digits):
     return entry
 
 
-@cuda.jit(cache=True)
+@jit
 def _digit_count_kernel(keys, shift, counts):
     """``counts[d * tiles + b]``: the entries of tile ``b`` (block ``b``'s entries) whose digit is ``d``.
 
@@ -134,7 +135,7 @@ def _digit_count_kernel(keys, shift, counts):
         counts[d * cuda.gridDim.x + cuda.blockIdx.x] = count
 
 
-@cuda.jit(cache=True)
+@jit
 def _exclusive_scan_kernel(counts):
     """Replace ``counts`` by its exclusive prefix sums, in one block of at most ``SORT_TILE`` threads:
     thread ``t`` owns the ``t``-th contiguous chunk, adds it up, starts from the totals of the chunks
@@ -157,7 +158,7 @@ def _exclusive_scan_kernel(counts):
         running += count
 
 
-@cuda.jit(cache=True)
+@jit
 def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order):
     """Move each entry of the tile to ``starts[digit * tiles + tile]`` plus the number of entries of
     its tile before it with the same digit: stable, so equal digits keep their order."""
@@ -173,7 +174,7 @@ def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order)
         sorted_order[slot] = order[entry]
 
 
-@cuda.jit(cache=True)
+@jit
 def _take_along_kernel(out, source, offset, strides, axis_stride, axis_size,
                        indices, indices_offset, indices_strides, shape, bad):
     """``out[i] = source[offset + layout offset of i + wrap(index) * axis_stride]``, ``index`` the entry of
@@ -188,7 +189,7 @@ def _take_along_kernel(out, source, offset, strides, axis_stride, axis_size,
         out[i] = source[strided_offset(i, offset, strides, shape) + k * axis_stride]
 
 
-@cuda.jit(cache=True)
+@jit
 def _count_kernel(mask, counts):
     """``counts[c]``: the True entries of chunk ``c`` of the flat ``mask`` (one thread per chunk)."""
     for c in range(cuda.grid(1), counts.size, cuda.gridsize(1)):
@@ -199,7 +200,7 @@ def _count_kernel(mask, counts):
         counts[c] = total
 
 
-@cuda.jit(cache=True)
+@jit
 def _nonzero_kernel(mask, starts, shape, coords):
     """Write the coordinates (in ``shape``) of the True entries of chunk ``c`` of the flat ``mask`` into
     the columns of ``coords`` from ``starts[c]`` on, in order (one thread per chunk)."""
@@ -214,15 +215,16 @@ def _nonzero_kernel(mask, starts, shape, coords):
                 column += 1
 
 
-@cuda.jit(cache=True)
+@jit
 def _fill_kernel(out, value):
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         out[i] = value
 
 
 def _launch(kernel, size: int, *args) -> None:
+    """Launch ``kernel`` with enough threads for ``size`` elements (none for 0)."""
     if size:
-        kernel[blocks_for(size), THREADS](*args)
+        launch(kernel, blocks_for(size), THREADS, args)
 
 
 def _raise_out_of_range(indices: np.ndarray, sizes: tuple, axes: tuple) -> None:
@@ -279,9 +281,9 @@ def sort_keys(keys, key_count: int) -> tuple:
     for shift in range(0, bits, RADIX_BITS):
         sorted_keys = cuda.device_array(keys.size, INDEX_DTYPE)
         sorted_order = cuda.device_array(keys.size, INDEX_DTYPE)
-        _digit_count_kernel[tiles, tile](keys, shift, starts)
-        _exclusive_scan_kernel[1, SORT_TILE](starts)
-        _radix_scatter_kernel[tiles, tile](keys, order, shift, starts, sorted_keys, sorted_order)
+        launch(_digit_count_kernel, tiles, tile, (keys, shift, starts))
+        launch(_exclusive_scan_kernel, 1, SORT_TILE, (starts,))
+        launch(_radix_scatter_kernel, tiles, tile, (keys, order, shift, starts, sorted_keys, sorted_order))
         keys, order = sorted_keys, sorted_order
     return keys, order
 

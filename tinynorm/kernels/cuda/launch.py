@@ -23,7 +23,10 @@ dispatcher. One switch turns it off: ``TINYNORM_FAST_LAUNCH=0`` in the environme
 Numba's dispatcher cannot launch a kernel with a ``None`` argument (numba-cuda 0.30.4 raises
 ``NotImplementedError(none, None)`` in ``_prepare_args``), although the compiled kernel has a
 parameter for it (a null pointer). Kernels decorated with :func:`jit` get a dispatcher extension
-that passes ``None`` as that null pointer, which the norm kernels' ``weight=None`` variants need.
+that passes ``None`` as that null pointer, which every optional argument needs (a norm's
+``weight=None``, an optimizer's unused state, a reduction's output not asked for). Every kernel of
+``tinynorm.kernels.cuda`` is made with :func:`jit` and launched with :func:`launch`
+(tests/cuda/test_launch_coverage.py checks both).
 """
 from __future__ import annotations
 
@@ -37,9 +40,12 @@ import numpy as np
 from numba import config, cuda, types
 from numba.cuda.np.numpy_support import from_dtype
 
+# The Numba type of a scalar argument, by its Python type (what Numba's ``typeof`` gives an argument).
 _SCALAR_TYPES = {int: types.int64, float: types.float64, bool: types.boolean,
-                 np.float16: types.float16, np.float32: types.float32, np.float64: types.float64,
-                 np.int32: types.int32, np.int64: types.int64}
+                 **{kind: from_dtype(np.dtype(kind)) for kind in (
+                     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                     np.float16, np.float32, np.float64)}}
+INT64_RANGE = range(-2**63, 2**63)  # Python ints outside it are typed uint64 (or rejected) by Numba
 SLOT_BYTES = 8  # every parameter gets its own 8-byte slot; the driver copies the parameter's own size
 
 
@@ -75,8 +81,9 @@ def flatten(ty: Any, value: Any) -> list[tuple[int, int]]:
     value)`` pairs, the value an int whose little-endian low ``size`` bytes are the parameter.
 
     An array is 5 + 2 * ndim parameters: meminfo and parent (0 outside Numba's runtime), the number
-    of items, the item size, the data pointer, the shape and the strides in bytes. A scalar is its
-    own bits; a tuple, its items in order; ``None``, one 8-byte zero.
+    of items, the item size, the data pointer, the shape and the strides in bytes (a 0-d array: the
+    first five). A scalar (bool, integer or float of any width) is its own bits; a tuple (a shape or
+    strides), its items in order; ``None``, one 8-byte zero.
     """
     if isinstance(ty, types.Array):
         pointer = value.device_ctypes_pointer.value or 0
@@ -97,12 +104,19 @@ def flatten(ty: Any, value: Any) -> list[tuple[int, int]]:
 
 def _writer(ty: Any) -> Callable[[Any], list[int]]:
     """A function giving the slot values of one argument of type ``ty`` (what :func:`flatten` gives,
-    without the sizes, specialized ahead of time for the hot path)."""
+    without the sizes, specialized ahead of time for the hot path: arrays, ``None``, integers and
+    tuples of integers, the shapes and strides of the strided kernels)."""
     if isinstance(ty, types.Array):
         itemsize = np.dtype(str(ty.dtype)).itemsize
         return lambda a: [0, 0, a.size, itemsize, a.device_ctypes_pointer.value or 0, *a.shape, *a.strides]
     if isinstance(ty, types.NoneType):
         return lambda _: [0]
+    if isinstance(ty, types.Integer):
+        mask = (1 << ty.bitwidth) - 1
+        return lambda v: [int(v) & mask]
+    if isinstance(ty, types.UniTuple) and isinstance(ty.dtype, types.Integer):
+        mask = (1 << ty.dtype.bitwidth) - 1
+        return lambda t: [int(v) & mask for v in t]
     return lambda v: [value for _, value in flatten(ty, v)]
 
 
@@ -156,9 +170,15 @@ def _check_parameter_sizes(cufunc: Any, sizes: list[int]) -> None:
 
 def _argument_key(value: Any) -> Any:
     """What decides an argument's Numba type, cheaply: a C-contiguous array's dtype and ndim, a
-    scalar's Python type. Anything else is not planned (raises KeyError)."""
-    if value is None or type(value) in _SCALAR_TYPES:
-        return type(value)
+    scalar's Python type, a tuple's items' keys. Anything else is not planned (raises KeyError, or
+    AttributeError for an object that is not a device array)."""
+    kind = type(value)
+    if kind is tuple:
+        return (tuple, *map(_argument_key, value))
+    if kind is int and value not in INT64_RANGE:
+        raise KeyError("an int outside int64 is typed by its value")
+    if value is None or kind in _SCALAR_TYPES:
+        return kind
     if value.is_c_contiguous() and 0 not in value.strides:
         return value.dtype, value.ndim
     raise KeyError("not a C-contiguous device array")
@@ -168,6 +188,8 @@ def _expected_type(value: Any) -> Any:
     """The Numba type :func:`_argument_key` promises for ``value`` (checked against the dispatcher's)."""
     if value is None:
         return types.none
+    if type(value) is tuple:
+        return types.BaseTuple.from_types([_expected_type(item) for item in value])
     if type(value) in _SCALAR_TYPES:
         return _SCALAR_TYPES[type(value)]
     return types.Array(from_dtype(value.dtype), value.ndim, "C")

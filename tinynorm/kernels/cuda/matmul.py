@@ -28,6 +28,7 @@ import numpy as np
 from numba import cuda, from_dtype
 
 from ._shared import grid_size, on_device, output
+from .launch import jit, launch
 from .strided import strided_offset
 
 SIDE = 16                   # a block is SIDE x SIDE threads
@@ -87,7 +88,7 @@ def gemm_kernel(accumulator: np.dtype) -> Any:
     """
     acc = from_dtype(np.dtype(accumulator))
 
-    @cuda.jit
+    @jit
     def kernel(a, a_strides, b, b_strides, batch_shape, inner, out):
         batches, rows, cols = out.shape
         row_tiles = (rows + TILE - 1) // TILE
@@ -174,7 +175,7 @@ def matmul_strided(a: Any, a_strides: tuple, b: Any, b_strides: tuple, batch_sha
         return
     tiles = batches * -(-rows // TILE) * -(-cols // TILE)
     kernel = gemm_kernel(accumulator_dtype(out.dtype))
-    kernel[grid_size(tiles, 1), BLOCK](a, a_strides, b, b_strides, batch_shape, int(inner), out)
+    launch(kernel, grid_size(tiles, 1), BLOCK, (a, a_strides, b, b_strides, batch_shape, int(inner), out))
 
 
 def _batched(name: str, array: Any) -> tuple:

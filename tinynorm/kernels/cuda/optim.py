@@ -20,12 +20,13 @@ import math
 import numpy as np
 from numba import cuda
 
+from .launch import jit, launch
 from .strided import THREADS, blocks_for
 
 UPDATE_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
-@cuda.jit
+@jit
 def _sgd_kernel(param, grad, momentum_buffer, lr, weight_decay, momentum, one_minus_dampening,
                 nesterov, maximize, first_step):
     """SGD on each element: decay, momentum (the buffer starts as the gradient), then the step."""
@@ -41,7 +42,7 @@ def _sgd_kernel(param, grad, momentum_buffer, lr, weight_decay, momentum, one_mi
         param[i] = p - lr * g
 
 
-@cuda.jit
+@jit
 def _adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, one_minus_beta1,
                  one_minus_beta2, step_size, bias_correction2_sqrt, eps, weight_decay, decay_factor, maximize):
     """Adam on each element: decay, both moments (and their running maximum), then the scaled step."""
@@ -58,7 +59,7 @@ def _adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2,
         exp_avg_sq[i] = v
         if max_exp_avg_sq is not None:
             v_max = max_exp_avg_sq[i]
-            if v_max > v or v_max != v_max:  # numpy's maximum: a NaN on either side wins
+            if v_max > v or v_max != v_max:  # noqa: PLR0124  (numpy's maximum: a NaN on either side wins)
                 v = v_max
             max_exp_avg_sq[i] = v
         denom = math.sqrt(v) / bias_correction2_sqrt + eps
@@ -90,9 +91,9 @@ def sgd_update(param, grad, momentum_buffer, *, lr: float, momentum: float, damp
     if param.size == 0:
         return
     scalar = np.dtype(param.dtype).type
-    _sgd_kernel[blocks_for(param.size), THREADS](
+    launch(_sgd_kernel, blocks_for(param.size), THREADS, (
         param, grad, momentum_buffer, scalar(lr), scalar(weight_decay) if weight_decay else None,
-        scalar(momentum), scalar(1 - dampening), bool(nesterov), bool(maximize), bool(first_step))
+        scalar(momentum), scalar(1 - dampening), bool(nesterov), bool(maximize), bool(first_step)))
 
 
 def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: int, lr: float, beta1: float,
@@ -108,8 +109,8 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: int, 
         return
     scalar = np.dtype(param.dtype).type
     decoupled = bool(weight_decay) and decoupled_weight_decay
-    _adam_kernel[blocks_for(param.size), THREADS](
+    launch(_adam_kernel, blocks_for(param.size), THREADS, (
         param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalar(beta1), scalar(beta2), scalar(1 - beta1),
         scalar(1 - beta2), scalar(lr / (1 - beta1**step)), scalar(math.sqrt(1 - beta2**step)), scalar(eps),
         scalar(weight_decay) if weight_decay and not decoupled else None,
-        scalar(1 - lr * weight_decay) if decoupled else None, bool(maximize))
+        scalar(1 - lr * weight_decay) if decoupled else None, bool(maximize)))

@@ -21,6 +21,7 @@ from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry
 from ._shared import on_device
 from .conv import check_input
+from .launch import jit, launch
 from .strided import THREADS, blocks_for
 
 
@@ -39,7 +40,7 @@ def _windows_over(i, step, pad, kernel, count):
     return first, min(reach // step + 1, count)
 
 
-@cuda.jit(cache=True)
+@jit
 def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, lowest):
     """One thread per output: the window's first maximum (a NaN wins, as in PyTorch) and its flat index,
     starting from ``lowest`` (-inf in x's dtype) like the CPU kernel."""
@@ -62,7 +63,7 @@ def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, lowest):
         argmax[n, c, oh, ow] = best_index
 
 
-@cuda.jit(cache=True)
+@jit
 def _max_pool_backward_kernel(dy, argmax, dx, zero, invalid):
     """One thread per (n, c) plane: zero the plane of ``dx``, then add each ``dy`` at its ``argmax``.
 
@@ -83,7 +84,7 @@ def _max_pool_backward_kernel(dy, argmax, dx, zero, invalid):
                     invalid[0] = 1
 
 
-@cuda.jit(cache=True)
+@jit
 def _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, scale, zero):
     """One thread per output: the window's sum (padding counts as zeros) times ``scale = 1 / (kh*kw)``."""
     channels, h, w = x.shape[1], x.shape[2], x.shape[3]
@@ -102,7 +103,7 @@ def _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, scale, zero):
         y[n, c, oh, ow] = total * scale
 
 
-@cuda.jit(cache=True)
+@jit
 def _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, scale, zero):
     """One thread per input pixel: ``scale`` times the sum of ``dy`` over the windows that contain it."""
     channels, h, w = dx.shape[1], dx.shape[2], dx.shape[3]
@@ -140,7 +141,8 @@ def max_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     y = cuda.device_array(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     argmax = cuda.device_array(y.shape, dtype=np.int64)
     if y.size:
-        _max_pool_kernel[blocks_for(y.size), THREADS](x, y, argmax, kh, kw, sh, sw, ph, pw, x.dtype.type(-np.inf))
+        launch(_max_pool_kernel, blocks_for(y.size), THREADS,
+               (x, y, argmax, kh, kw, sh, sw, ph, pw, x.dtype.type(-np.inf)))
     return y, argmax
 
 
@@ -168,7 +170,7 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int]):
     planes = x_shape[0] * x_shape[1]
     if planes and dx.size:
         invalid = cuda.to_device(np.zeros(1, dtype=np.int64))
-        _max_pool_backward_kernel[blocks_for(planes), THREADS](dy, argmax, dx, dy.dtype.type(0), invalid)
+        launch(_max_pool_backward_kernel, blocks_for(planes), THREADS, (dy, argmax, dx, dy.dtype.type(0), invalid))
         if invalid.copy_to_host()[0]:
             raise ValueError(f"argmax holds indices outside [0, {x_shape[2] * x_shape[3]}) for x_shape {x_shape}")
     return dx
@@ -184,7 +186,7 @@ def avg_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     y = cuda.device_array(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     scale = x.dtype.type(1.0 / (kh * kw))
     if y.size:
-        _avg_pool_kernel[blocks_for(y.size), THREADS](x, y, kh, kw, sh, sw, ph, pw, scale, x.dtype.type(0))
+        launch(_avg_pool_kernel, blocks_for(y.size), THREADS, (x, y, kh, kw, sh, sw, ph, pw, scale, x.dtype.type(0)))
     return y
 
 
@@ -202,6 +204,6 @@ def avg_pool2d_backward(
     dx = cuda.device_array(x_shape, dtype=dy.dtype)
     scale = dy.dtype.type(1.0 / (kh * kw))
     if dx.size:
-        _avg_pool_backward_kernel[blocks_for(dx.size), THREADS](
-            dy, dx, kh, kw, sh, sw, ph, pw, scale, dy.dtype.type(0))
+        launch(_avg_pool_backward_kernel, blocks_for(dx.size), THREADS,
+               (dy, dx, kh, kw, sh, sw, ph, pw, scale, dy.dtype.type(0)))
     return dx

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, float64, uint32, uint64
 
+from .launch import jit, launch
 from .strided import THREADS, blocks_for
 
 ROUNDS = 10
@@ -70,7 +71,7 @@ def counter_words(counter, key0, key1):
     return philox4x32(position & LOW_32, position >> BITS_32, uint64(0), uint64(0), key0, key1)
 
 
-@cuda.jit
+@jit
 def _uniform_words_kernel(out, key0, key1, shift, unit):
     """One value per 32-bit word: ``out[4c + k] = (word_k >> shift) * unit`` (computed in float32,
     exact in ``out``'s dtype when ``shift`` keeps no more bits than it has)."""
@@ -82,7 +83,7 @@ def _uniform_words_kernel(out, key0, key1, shift, unit):
                 out[index] = float32(words[k] >> shift) * unit
 
 
-@cuda.jit
+@jit
 def _uniform_float64_kernel(out, key0, key1):
     """Two float64 values per counter, 53 bits each from a pair of words."""
     for counter in range(cuda.grid(1), (out.size + 1) // 2, cuda.gridsize(1)):
@@ -109,8 +110,8 @@ def uniform_(out, key0: int, key1: int) -> None:
         return
     key0, key1 = np.uint64(key0), np.uint64(key1)
     if dtype == np.float64:
-        _uniform_float64_kernel[blocks_for(-(-out.size // 2)), THREADS](out, key0, key1)
+        launch(_uniform_float64_kernel, blocks_for(-(-out.size // 2)), THREADS, (out, key0, key1))
     else:
         bits = RANDOM_BITS[dtype]
-        _uniform_words_kernel[blocks_for(-(-out.size // 4)), THREADS](
-            out, key0, key1, np.uint64(32 - bits), np.float32(2.0**-bits))
+        launch(_uniform_words_kernel, blocks_for(-(-out.size // 4)), THREADS,
+               (out, key0, key1, np.uint64(32 - bits), np.float32(2.0**-bits)))

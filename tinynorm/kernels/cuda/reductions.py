@@ -34,6 +34,7 @@ from numba import cuda
 
 from ._reduce import WARP_SIZE
 from ._shared import grid_size
+from .launch import jit, launch
 from .strided import THREADS, blocks_for
 
 THREAD_ROW_MAX_COLS = 32  # rows up to this wide are reduced one thread per row
@@ -60,7 +61,7 @@ def _sum_thread_kernel(accumulator: np.dtype):
     ``accumulator`` dtype before it is added (as numpy does)."""
     accumulate = numba.from_dtype(accumulator)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, divisor, out):
         rows, cols = x.shape
         for row in range(cuda.grid(1), rows, cuda.gridsize(1)):
@@ -77,7 +78,7 @@ def _sum_block_kernel(accumulator: np.dtype, threads: int):
     """One block per segment of ``span`` columns: ``out[segment]`` = the segment's sum (/ divisor)."""
     accumulate = numba.from_dtype(accumulator)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, divisor, span, parts, out):
         rows, cols = x.shape
         t = cuda.threadIdx.x
@@ -115,15 +116,15 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     if rows == 0:
         return out
     if cols <= THREAD_ROW_MAX_COLS:
-        _sum_thread_kernel(accumulator)[_thread_grid(rows)](x, divisor, out)
+        launch(_sum_thread_kernel(accumulator), *_thread_grid(rows), (x, divisor, out))
         return out
     parts, span = _segments(rows, cols)
     kernel = _sum_block_kernel(accumulator, BLOCK_THREADS)
     if parts == 1:
-        kernel[grid_size(rows, 1), BLOCK_THREADS](x, divisor, span, 1, out)
+        launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, divisor, span, 1, out))
         return out
     partials = cuda.device_array((rows, parts), dtype=accumulator)
-    kernel[grid_size(rows * parts, 1), BLOCK_THREADS](x, None, span, parts, partials.reshape(rows * parts))
+    launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (x, None, span, parts, partials.reshape(rows * parts)))
     return row_sums(partials, dtype, accumulator, divisor)
 
 
@@ -205,7 +206,7 @@ def _extreme_thread_kernel(largest: bool, compared: np.dtype):
     """One thread per row: the row's best value and/or its index."""
     _, scan = _extreme_functions(largest, compared)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, indices, values_out, indices_out):
         rows, cols = x.shape
         for row in range(cuda.grid(1), rows, cuda.gridsize(1)):
@@ -225,7 +226,7 @@ def _extreme_block_kernel(largest: bool, compared: np.dtype, threads: int):
     better, scan = _extreme_functions(largest, compared)
     value_type = numba.from_dtype(compared)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, indices, span, parts, values_out, indices_out):
         rows, cols = x.shape
         t = cuda.threadIdx.x
@@ -275,17 +276,17 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
     compared = comparison_dtype(np.dtype(x.dtype))
     if cols <= THREAD_ROW_MAX_COLS:
         kernel = _extreme_thread_kernel(largest, compared)
-        kernel[_thread_grid(rows)](x, indices_of, values_out, indices_out)
+        launch(kernel, *_thread_grid(rows), (x, indices_of, values_out, indices_out))
         return values_out, indices_out
     parts, span = _segments(rows, cols)
     kernel = _extreme_block_kernel(largest, compared, BLOCK_THREADS)
     if parts == 1:
-        kernel[grid_size(rows, 1), BLOCK_THREADS](x, indices_of, span, 1, values_out, indices_out)
+        launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, indices_of, span, 1, values_out, indices_out))
         return values_out, indices_out
     # Partial values always (they decide the next pass); partial indices only when indices are wanted.
     partial_values = cuda.device_array((rows, parts), dtype=x.dtype)
     partial_indices = cuda.device_array((rows, parts), dtype=np.int64) if indices else None
-    kernel[grid_size(rows * parts, 1), BLOCK_THREADS](
+    launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (
         x, indices_of, span, parts, partial_values.reshape(rows * parts),
-        None if partial_indices is None else partial_indices.reshape(rows * parts))
+        None if partial_indices is None else partial_indices.reshape(rows * parts)))
     return _row_extremes(partial_values, partial_indices, largest, values, indices)

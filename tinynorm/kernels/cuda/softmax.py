@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda, from_dtype
 
 from ._shared import grid_size, on_device
+from .launch import jit, launch
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 MAX_THREADS = 256  # threads per block, a power of two (the tree halves it)
@@ -66,7 +67,7 @@ def forward_kernel(dtype: np.dtype):
     numba_type = from_dtype(dtype)
     zero = dtype.type(0)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(x, out, log):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, cols = x.shape
@@ -99,7 +100,7 @@ def backward_kernel(dtype: np.dtype):
     numba_type = from_dtype(dtype)
     zero = dtype.type(0)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(grad, out, dx, log):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, cols = grad.shape
@@ -142,7 +143,7 @@ def _result(out: object | None, like) -> object:
 
 def _launch(kernel, rows: int, cols: int, *args) -> None:
     if rows and cols:
-        kernel[grid_size(rows, 1), threads_for(cols)](*args)
+        launch(kernel, grid_size(rows, 1), threads_for(cols), args)
 
 
 def _forward(x, out, log: bool):

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 from numba import cuda
 
+from .launch import jit, launch
+
 THREADS = 256
 WARP = 32
 
@@ -33,7 +35,7 @@ def strided_offset(index, offset, strides, shape):
     return position + index * strides[0]
 
 
-@cuda.jit
+@jit
 def _copy_kernel(out, source, offset, strides, shape):
     start = cuda.grid(1)
     step = cuda.gridsize(1)
@@ -83,4 +85,4 @@ def copy_strided(out, source, offset: int, strides: tuple, shape: tuple) -> None
     in C order, converting to ``out``'s dtype on the way (a copy is also a cast)."""
     if out.size:
         shape, (strides,) = collapse_dims(shape, [strides])
-        _copy_kernel[blocks_for(out.size), threads_for(out.size)](out, source, offset, strides, shape)
+        launch(_copy_kernel, blocks_for(out.size), threads_for(out.size), (out, source, offset, strides, shape))
