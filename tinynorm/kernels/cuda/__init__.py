@@ -1,4 +1,7 @@
-"""Numba CUDA kernels for the normalizations, with the signatures of :mod:`tinynorm.kernels.cpu`.
+"""Numba CUDA kernels: the normalizations (exported here, with the signatures of
+:mod:`tinynorm.kernels.cpu`) and, one module per family, the kernels behind the CUDA backend
+(elementwise, reductions, matmul, conv, pool, indexing, softmax, random, optim). They are plain
+functions on Numba device arrays, usable on their own; every kernel launches through :mod:`.launch`.
 
 Importing this package imports ``numba.cuda`` (``import tinynorm`` never does). Without a GPU the
 kernels run under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set before Numba is imported) and
