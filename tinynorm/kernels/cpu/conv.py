@@ -12,6 +12,7 @@ output in forward and of ``dy`` in backward.
 The helpers ``_window_geometry``, ``_check_input`` and ``_check_shape`` are shared with ``pool.py``.
 """
 import operator
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -245,6 +246,14 @@ def conv2d_forward(
     return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
 
 
+def check_dy_fits(dy: Any, cols: Any, expected_shape: tuple[int, ...]) -> None:
+    """The upstream gradient must have the convolution's output shape and the saved columns' dtype."""
+    if cols.dtype != dy.dtype:
+        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
+    if tuple(dy.shape) != expected_shape:
+        raise ValueError(f"dy must have shape {expected_shape}, got {tuple(dy.shape)}")
+
+
 def conv2d_backward(
     dy: np.ndarray,
     cols: np.ndarray,
@@ -265,11 +274,7 @@ def conv2d_backward(
     out_channels, _, kh, kw = weight.shape
     out_size = conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding)
     cols = _check_cols(cols, x_shape, (kh, kw), out_size)
-    if cols.dtype != dy.dtype:
-        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
-    expected = (x_shape[0], out_channels, *out_size)
-    if dy.shape != expected:
-        raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
+    check_dy_fits(dy, cols, (x_shape[0], out_channels, *out_size))
     dy_rows = dy.reshape(dy.shape[0], out_channels, -1)  # (N, O, OH*OW)
     # One batched GEMM then a sum over N: measured faster than np.tensordot or einsum, which copy
     # both operands into transposed (O, N*L) and (N*L, K) matrices first.

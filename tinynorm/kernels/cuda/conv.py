@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..cpu.conv import IntPair, _check_shape, _window_geometry, conv2d_output_size
+from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
 from ._shared import on_device
 from .launch import jit, launch
 from .matmul import matmul_strided
@@ -279,11 +279,7 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     out_channels, _, kh, kw = weight.shape
     out_size = conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding)
     cols = _check_cols(cols, x_shape, (kh, kw), out_size)
-    if cols.dtype != dy.dtype:
-        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
-    expected = (x_shape[0], out_channels, *out_size)
-    if tuple(dy.shape) != expected:
-        raise ValueError(f"dy must have shape {expected}, got {tuple(dy.shape)}")
+    check_dy_fits(dy, cols, (x_shape[0], out_channels, *out_size))
     batch, rows, length = cols.shape  # rows = C*kh*kw, length = OH*OW
     dy_rows = dy.reshape(batch, out_channels, length)
     # dweight = sum_n dy[n] @ cols[n]^T: the transpose is cols read with swapped strides.
