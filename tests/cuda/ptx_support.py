@@ -4,6 +4,7 @@ Compiling a kernel to PTX needs NVVM (the cuda extra), not a GPU. The ``compile_
 ``conftest.py`` next to this file.
 """
 import re
+import subprocess
 from pathlib import Path
 
 from numba import types
@@ -36,3 +37,16 @@ def ptxas() -> Path:
     and spills of PTX assembled for sm_90, as the driver would)."""
     import nvidia.cuda_nvcc
     return Path(next(iter(nvidia.cuda_nvcc.__path__))) / "bin" / "ptxas"
+
+
+def assert_fits_in_registers(ptx: str, tmp_path: Path, max_registers: int, what: str) -> None:
+    """Assemble ``ptx`` for sm_90 with ptxas and require no spills, no stack frame and at most
+    ``max_registers`` registers per thread (``what`` names the kernel in the failure message)."""
+    source = tmp_path / "kernel.ptx"
+    source.write_text(ptx)
+    report = subprocess.run([str(ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "kernel.cubin")],
+                            capture_output=True, text=True, check=True).stderr
+    where = f"{what}: {report}"
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), where
+    assert re.search(r"\b0 bytes stack frame", report), where
+    assert int(re.search(r"Used (\d+) registers", report).group(1)) <= max_registers, where

@@ -11,7 +11,6 @@ argument handling, for signatures of every kernel family; that also runs without
 """
 import ctypes
 import re
-import subprocess
 from types import SimpleNamespace
 
 import numba
@@ -34,7 +33,7 @@ from ptx_support import (
     P1,
     P2,
     P3,
-    ptxas,
+    assert_fits_in_registers,
     tuple_type,
 )
 from ptx_support import array_type as _array
@@ -121,14 +120,7 @@ def test_narrow_rows_stay_in_registers(compile_ptx, tmp_path):
                 ("backward", _row_norm.narrow_backward(per_lane), (x, x, P1, P1, P1, x, P3), 192)]:
             ptx = compile_ptx(kernel, signature)
             assert "shfl.sync.bfly.b32" in ptx
-            source = tmp_path / "kernel.ptx"
-            source.write_text(ptx)
-            report = subprocess.run([str(ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "k.cubin")],
-                                    capture_output=True, text=True, check=True).stderr
-            where = f"{kind} per_lane={per_lane}: {report}"
-            assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), where
-            assert re.search(r"\b0 bytes stack frame", report), where
-            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= max_registers, where
+            assert_fits_in_registers(ptx, tmp_path, max_registers, f"{kind} per_lane={per_lane}")
 
 
 def test_f64_pattern_catches_float64_arithmetic(compile_ptx):

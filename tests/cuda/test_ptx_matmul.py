@@ -4,8 +4,6 @@ per-thread tile of sums in registers (no spills, no stack frame).
 
 This needs NVVM (``pip install -e ".[cuda]"``), not a GPU. The simulator tests are sim_matmul.py.
 """
-import re
-import subprocess
 
 import numba
 import numpy as np
@@ -14,7 +12,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, ptxas, tuple_type
+from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, assert_fits_in_registers, tuple_type
 
 # Measured on sm_90: 96 registers for float32 and float16, 124 with 3 batch dims; at most 128 lets two
 # 256-thread blocks share an SM.
@@ -58,11 +56,4 @@ def test_gemm_compiles(compile_ptx, name, accumulator, signature, float32_only):
                                              ("float16", _signature(F16, F16, F16))])
 def test_sums_stay_in_registers(compile_ptx, tmp_path, name, signature):
     """ptxas (assembling for sm_90, as the driver would) reports no spills and no stack frame."""
-    source = tmp_path / "gemm.ptx"
-    source.write_text(compile_ptx(_kernel(np.float32), signature))
-    report = subprocess.run([str(ptxas()), "-arch=sm_90", "-v", str(source), "-o", str(tmp_path / "gemm.cubin")],
-                            capture_output=True, text=True, check=True).stderr
-    where = f"{name}: {report}"
-    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", report), where
-    assert re.search(r"\b0 bytes stack frame", report), where
-    assert int(re.search(r"Used (\d+) registers", report).group(1)) <= MAX_REGISTERS, where
+    assert_fits_in_registers(compile_ptx(_kernel(np.float32), signature), tmp_path, MAX_REGISTERS, name)
