@@ -32,6 +32,31 @@ def split_rows(monkeypatch):
     monkeypatch.setattr(kernels, "MIN_SEGMENT_COLS", 40)
 
 
+@pytest.fixture
+def chunked_columns(monkeypatch):
+    """Column sums split rows into chunks of at least 4 rows until 64 threads would run."""
+    monkeypatch.setattr(kernels, "COLUMN_TARGET_THREADS", 64)
+    monkeypatch.setattr(kernels, "MIN_CHUNK_ROWS", 4)
+
+
+@pytest.fixture
+def column_path(monkeypatch):
+    """Counts the backend's column-sum calls and the strided copies of CudaArrays: ``{name: count}``."""
+    from tinynorm.backends.cuda import array
+
+    calls = {"column_sums": 0, "copy_strided": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(backend, "column_sums", counted("column_sums", backend.column_sums))
+    monkeypatch.setattr(array, "copy_strided", counted("copy_strided", array.copy_strided))
+    return calls
+
+
 def on_device(array: np.ndarray) -> CudaArray:
     return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))  # ascontiguousarray makes 0-d 1-d
 
@@ -189,3 +214,63 @@ def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match=r"unbroadcast: grad of shape \(2, 3\) cannot come from broadcasting "
                                          r"shape \(2,\)"):
         backend.unbroadcast(x, (2,))
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["single pass", "chunked"])
+@pytest.mark.parametrize("shape, axis", [((37, 5), 0), ((6, 7, 3), (0, 1)), ((1, 40, 2), 1), ((9, 30), (0,))])
+def test_leading_axis_sums_are_column_sums_without_a_copy(rng, monkeypatch, column_path, chunked, shape, axis):
+    """Sums and means over the leading axes (size-1 kept axes aside) read the array in place."""
+    if chunked:
+        monkeypatch.setattr(kernels, "COLUMN_TARGET_THREADS", 64)
+        monkeypatch.setattr(kernels, "MIN_CHUNK_ROWS", 4)
+    x = rng.standard_normal(shape).astype(np.float32)
+    device = on_device(x)
+    for keepdims in (False, True):
+        expected = x.astype(np.float64).sum(axis=axis, keepdims=keepdims)
+        assert_result(backend.sum(device, axis, keepdims), expected, np.float32, 1e-5)
+        assert_result(backend.mean(device, axis, keepdims), expected / (x.size // expected.size), np.float32, 1e-5)
+    assert column_path == {"column_sums": 4, "copy_strided": 0}
+
+
+def test_row_chunks_split_only_tall_narrow_arrays(chunked_columns):
+    assert kernels._row_chunks(37, 5) == (8, 5)  # 13 chunks would fill 64 threads, 9 keep >= 4 rows: 8 of 5
+    assert kernels._row_chunks(7, 5) == (1, 7)  # too few rows to split
+    assert kernels._row_chunks(100, 64) == (1, 100)  # enough columns to fill the target
+    assert kernels._row_chunks(40, 3) == (10, 4)
+
+
+def test_chunked_column_sums_are_deterministic_and_take_several_passes(rng, chunked_columns):
+    """200 rows of 3 columns: 20 chunks of 10 rows, then 5 chunks of 4 partials, then one of 5."""
+    assert [kernels._row_chunks(rows, 3) for rows in (200, 20, 5)] == [(20, 10), (5, 4), (1, 5)]
+    x = rng.standard_normal((200, 3)).astype(np.float32)
+    device = on_device(x)
+    first = host(backend.sum(device, axis=0))
+    np.testing.assert_allclose(first, x.astype(np.float64).sum(axis=0), rtol=1e-5)
+    for _ in range(2):
+        np.testing.assert_array_equal(host(backend.sum(device, axis=0)), first)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.uint8, np.bool_])
+def test_column_sums_keep_numpy_dtypes_and_accumulators(rng, chunked_columns, column_path, dtype):
+    """float16 adds in float32, float64 in float64, ints and bools in int64 (uint64): numpy's results."""
+    if np.dtype(dtype).kind == "f":
+        x = (rng.standard_normal((60, 4)) + 10).astype(dtype)  # float16 running sums would lose ~1%
+    else:
+        x = rng.integers(0, 2 if dtype is np.bool_ else 100, (60, 4)).astype(dtype)
+    device = on_device(x)
+    tolerance = {np.float16: 1e-3, np.float64: 1e-13}.get(dtype, 0.0)
+    for name in ("sum", "mean"):
+        expected = getattr(np, name)(x, axis=0, dtype=np.float64 if tolerance else None)
+        result_dtype = dtype if tolerance else getattr(np, name)(x, axis=0).dtype
+        assert_result(getattr(backend, name)(device, axis=0), expected, result_dtype, tolerance)
+    assert column_path == {"column_sums": 2, "copy_strided": 0}
+
+
+def test_other_layouts_keep_the_row_path(rng, column_path):
+    """A trailing axis, a transposed view and a full reduction are not column sums."""
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    assert_result(backend.sum(on_device(x), axis=1), x.astype(np.float64).sum(axis=1), np.float32, 1e-5)
+    assert_result(backend.sum(on_device(x)), x.astype(np.float64).sum(), np.float32, 1e-5)
+    device, view = strided_view(x, (6, 4), (1, 6))  # x.T: axis 0 is not leading in memory
+    assert_result(backend.sum(device, axis=0), view.astype(np.float64).sum(axis=0), np.float32, 1e-5)
+    assert column_path["column_sums"] == 0

@@ -42,6 +42,7 @@ FACTORY_ARGUMENTS = {
     "matmul.gemm_kernel": (F32,),
     "reductions._sum_thread_kernel": (F32,),
     "reductions._sum_block_kernel": (F32, 256),
+    "reductions._column_sum_kernel": (F32,),
     "reductions._extreme_thread_kernel": (True, F32),
     "reductions._extreme_block_kernel": (True, F32, 256),
     "softmax.forward_kernel": (F32,),

@@ -20,17 +20,23 @@ SUM_TYPES = {F16: (F32, F16), F32: (F32, F32), F64_TYPE: (F64_TYPE, F64_TYPE), I
 
 
 def _sum_cases(dtype, accumulator, result, mean=True):
-    """Sum, mean (a divisor) and the pass over partials (accumulator in) of ``dtype`` into ``result``."""
+    """Row and column sums, means (a divisor) and the passes over partials (accumulator in) of
+    ``dtype`` into ``result``."""
     acc = np.dtype(str(accumulator))
     x, out, partials = array_type(dtype, 2), array_type(result, 1), array_type(accumulator, 2)
     block, thread = reductions._sum_block_kernel(acc, THREADS), reductions._sum_thread_kernel(acc)
+    column, out2 = reductions._column_sum_kernel(acc), array_type(result, 2)
     cases = [("sum, thread per row", thread, (x, NONE, out)),
              ("sum, block per segment", block, (x, NONE, I64, I64, out)),
              ("partial sums", block, (x, NONE, I64, I64, array_type(accumulator, 1))),
-             ("sum of partials", thread, (partials, NONE, out))]
+             ("sum of partials", thread, (partials, NONE, out)),
+             ("column sums", column, (x, NONE, I64, out2)),
+             ("partial column sums", column, (x, NONE, I64, partials)),
+             ("column sums of partials", column, (partials, NONE, I64, out2))]
     if mean:
         cases += [("mean, thread per row", thread, (x, accumulator, out)),
-                  ("mean, block per segment", block, (x, accumulator, I64, I64, out))]
+                  ("mean, block per segment", block, (x, accumulator, I64, I64, out)),
+                  ("column means", column, (x, accumulator, I64, out2))]
     return cases
 
 

@@ -4,7 +4,9 @@ argmin, and ``unbroadcast`` (the gradient of broadcasting).
 Every reduction first lays the array out as ``(rows, cols)``: the kept axes, in order, become the
 rows and the reduced axes the columns. That is only a new view (the reduced axes' shape and strides
 moved to the end), copied to C order when it is not contiguous already; the kernels of
-:mod:`tinynorm.kernels.cuda.reductions` then reduce each row. Results are always CudaArrays, a 0-d
+:mod:`tinynorm.kernels.cuda.reductions` then reduce each row. One common case skips that copy: a
+sum or mean over the leading axes of a C-contiguous array (a bias gradient, ``(N, C) -> (C,)``) is
+its memory read as ``(reduced, kept)`` and summed column by column. Results are always CudaArrays, a 0-d
 one for a full reduction (never a Python scalar).
 
 Result dtypes are numpy's: a sum of bools or signed integers is int64 (unsigned: uint64), a mean of
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ...kernels.cuda.reductions import row_extremes, row_sums
+from ...kernels.cuda.reductions import column_sums, row_extremes, row_sums
 from .array import CudaArray
 
 __all__ = ["amax", "amin", "argmax", "argmin", "mean", "sum", "unbroadcast"]
@@ -90,19 +92,31 @@ def _mean_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
-def _row_sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> Any:
+def _leading(a: CudaArray, axes: tuple[int, ...]) -> bool:
+    """Whether ``a`` is C-contiguous and ``axes`` come before every kept axis longer than 1: then its
+    memory already is ``(reduced, kept)`` in C order, and the kept values are column sums."""
+    kept = [d for d in range(a.ndim) if d not in axes and a.shape[d] != 1]
+    return bool(axes) and bool(kept) and max(axes) < min(kept) and a.is_contiguous()
+
+
+def _sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> Any:
     """The sums (or means) of ``a`` over ``axes`` as a flat ``dtype`` device array, kept axes in C order.
 
-    numpy's rules for nothing to add: the empty sum is 0, the empty mean NaN (with a warning).
+    Leading axes of a C-contiguous array are summed as columns, in place (no transposing copy);
+    anything else as the rows of :func:`_as_rows`. numpy's rules for nothing to add: the empty sum
+    is 0, the empty mean NaN (with a warning).
     """
-    rows = _as_rows(a, axes)
-    count = rows.shape[1]
+    count = math.prod(a.shape[d] for d in axes)
+    kept = math.prod(n for d, n in enumerate(a.shape) if d not in axes)
     if count == 0:
         if mean:
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
-        return cuda.to_device(np.full(rows.shape[0], np.nan if mean else 0, dtype))
+        return cuda.to_device(np.full(kept, np.nan if mean else 0, dtype))
     accumulator = _accumulator(dtype)
-    return row_sums(rows, dtype, accumulator, accumulator.type(count) if mean else None)
+    divisor = accumulator.type(count) if mean else None
+    if _leading(a, axes):
+        return column_sums(a.as_numba().reshape(count, kept), dtype, accumulator, divisor)
+    return row_sums(_as_rows(a, axes), dtype, accumulator, divisor)
 
 
 def sum(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> CudaArray:
@@ -113,7 +127,7 @@ def sum(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = No
     _check_array(a, "sum")
     axes = _normalize_axes(axis, a.ndim, "sum")
     dtype = _sum_dtype(a.dtype) if dtype is None else np.dtype(dtype)
-    return CudaArray(_row_sums(a, axes, dtype, mean=False), _result_shape(a.shape, axes, keepdims))
+    return CudaArray(_sums(a, axes, dtype, mean=False), _result_shape(a.shape, axes, keepdims))
 
 
 def mean(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> CudaArray:
@@ -121,7 +135,7 @@ def mean(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = N
     _check_array(a, "mean")
     axes = _normalize_axes(axis, a.ndim, "mean")
     dtype = _mean_dtype(a.dtype) if dtype is None else np.dtype(dtype)
-    return CudaArray(_row_sums(a, axes, dtype, mean=True), _result_shape(a.shape, axes, keepdims))
+    return CudaArray(_sums(a, axes, dtype, mean=True), _result_shape(a.shape, axes, keepdims))
 
 
 def _extreme(a: CudaArray, axis: Axis, keepdims: bool, largest: bool, name: str) -> CudaArray:
@@ -189,4 +203,4 @@ def unbroadcast(grad: CudaArray, shape: tuple[int, ...]) -> CudaArray:
     axes = tuple(range(extra)) + stretched
     if not axes:
         return grad
-    return CudaArray(_row_sums(grad, axes, _sum_dtype(grad.dtype), mean=False), shape)
+    return CudaArray(_sums(grad, axes, _sum_dtype(grad.dtype), mean=False), shape)

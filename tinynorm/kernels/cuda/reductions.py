@@ -1,14 +1,21 @@
-"""Reductions along the rows of a C-contiguous ``(rows, cols)`` device array: sums and extremes.
+"""Reductions of a C-contiguous ``(rows, cols)`` device array: row sums and extremes, column sums.
 
-The CUDA backend (``tinynorm.backends.cuda.reductions``) moves the reduced axes of any view to the
-end and hands these functions the result as ``(rows, cols)``; here every row becomes one value.
+The CUDA backend (``tinynorm.backends.cuda.reductions``) lays any reduction out as ``(rows, cols)``:
+usually the reduced axes last, every row becoming one value; but a reduction over the leading axes
+of a C-contiguous array is already ``(reduced, kept)``, and every column becomes one value.
 
 * :func:`row_sums` adds each row (sum, or mean when given a divisor) in an accumulator dtype:
   float32 for float16/float32 data, float64 for float64, int64/uint64 for integers and bools.
 * :func:`row_extremes` finds each row's largest or smallest value and/or its column, numpy's way:
   the first occurrence wins a tie, and a NaN beats every number (so the first NaN is the answer).
+* :func:`column_sums` adds each *column* instead (sum or mean), for reductions over the leading
+  axes of a C-contiguous array (a bias gradient: ``(N, C) -> (C,)``), which would otherwise need a
+  transposing copy. Thread ``i`` owns column ``i % cols`` of row chunk ``i // cols`` (neighbouring
+  threads read neighbouring columns: coalesced) and adds its chunk's rows in order. When there are
+  too few columns to fill the GPU the rows are split into chunks; the ``(chunks, cols)`` partials
+  are then column-summed again, until one chunk is left.
 
-Two kernel shapes, chosen by row width:
+Row reductions have two kernel shapes, chosen by row width:
 
 * narrow rows (``cols <= THREAD_ROW_MAX_COLS``): one thread per row, columns in order.
 * wider rows: one block per *segment*, a row or (when there are too few rows to fill the GPU) a
@@ -44,6 +51,10 @@ BLOCK_THREADS = 256  # threads per block of the block-per-segment kernels (a pow
 # the same on every GPU.
 TARGET_BLOCKS = 1024
 MIN_SEGMENT_COLS = 4096
+# Column sums split the rows into chunks only while fewer than COLUMN_TARGET_THREADS threads would
+# run, and never into chunks under MIN_CHUNK_ROWS rows (fixed numbers, for the same reason).
+COLUMN_TARGET_THREADS = 65536
+MIN_CHUNK_ROWS = 64
 
 
 # ----------------------------------------------------------------------------------------- sums
@@ -128,10 +139,62 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     return row_sums(partials, dtype, accumulator, divisor)
 
 
-def _thread_grid(rows: int) -> tuple[int, int]:
-    """``(blocks, threads)`` for one thread per row: whole warps, no more than the rows need."""
-    threads = min(THREADS, -(-rows // WARP_SIZE) * WARP_SIZE)
-    return blocks_for(rows, threads), threads
+@cache
+def _column_sum_kernel(accumulator: np.dtype):
+    """One thread per (row chunk, column): ``out[chunk, col]`` = the sum of ``x[row, col]`` over the
+    chunk's ``span`` rows, in row order (/ divisor), each value converted to ``accumulator`` first."""
+    accumulate = numba.from_dtype(accumulator)
+
+    @jit
+    def kernel(x, divisor, span, out):
+        rows, cols = x.shape
+        chunks = out.shape[0]
+        for i in range(cuda.grid(1), chunks * cols, cuda.gridsize(1)):
+            chunk = i // cols
+            col = i - chunk * cols
+            total = accumulate(0)
+            for row in range(chunk * span, min(chunk * span + span, rows)):
+                total += accumulate(x[row, col])
+            out[chunk, col] = _finish(total, divisor)
+
+    return kernel
+
+
+def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None) -> Any:
+    """The sum of each column of the C-contiguous ``(rows, cols)`` device array ``x`` (``rows >= 1``),
+    as a ``(cols,)`` device array of ``dtype``: each value is converted to the ``accumulator`` dtype
+    and added in it, in a fixed order. No copy of ``x`` is made.
+
+    With ``divisor`` (a scalar of the accumulator dtype) each sum is divided by it: a mean.
+    """
+    rows, cols = x.shape
+    out = cuda.device_array(cols, dtype=dtype)
+    if cols == 0:
+        return out
+    chunks, span = _row_chunks(rows, cols)
+    kernel = _column_sum_kernel(accumulator)
+    if chunks == 1:
+        launch(kernel, *_thread_grid(cols), (x, divisor, span, out.reshape(1, cols)))
+        return out
+    partials = cuda.device_array((chunks, cols), dtype=accumulator)
+    launch(kernel, *_thread_grid(chunks * cols), (x, None, span, partials))
+    return column_sums(partials, dtype, accumulator, divisor)
+
+
+def _row_chunks(rows: int, cols: int) -> tuple[int, int]:
+    """``(chunks, span)``: the columns are summed over ``chunks`` chunks of ``span`` rows (none empty)."""
+    wanted = min(-(-COLUMN_TARGET_THREADS // cols), rows // MIN_CHUNK_ROWS)
+    if wanted <= 1:
+        return 1, rows
+    span = -(-rows // wanted)
+    return -(-rows // span), span
+
+
+def _thread_grid(items: int) -> tuple[int, int]:
+    """``(blocks, threads)`` for one thread per item (a row, or a column of a chunk): whole warps,
+    no more than the items need."""
+    threads = min(THREADS, -(-items // WARP_SIZE) * WARP_SIZE)
+    return blocks_for(items, threads), threads
 
 
 def _segments(rows: int, cols: int) -> tuple[int, int]:
