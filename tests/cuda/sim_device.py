@@ -172,8 +172,8 @@ def test_init_fills_cuda_parameters_from_the_host_generator():
 def test_optimizer_state_lives_on_the_parameters_device(make):
     layer = nn.Linear(3, 2).to("cuda")
     optimizer = make(layer.parameters())
-    loss = layer(tinynorm.randn(4, 3, device="cuda")).sum()
-    loss.backward()
+    out = layer(tinynorm.randn(4, 3, device="cuda"))
+    out.backward(tinynorm.randn(*out.shape, device="cuda"))  # a random upstream gradient
     optimizer.step()
     tensors = [v for state in optimizer.state.values() for v in state.values() if isinstance(v, tinynorm.Tensor)]
     assert tensors and all(on_cuda(t) for t in tensors)
@@ -183,7 +183,8 @@ def test_optimizer_state_lives_on_the_parameters_device(make):
 def test_optimizer_state_dict_loads_onto_the_parameters_device():
     cpu_layer, cuda_layer = nn.Linear(3, 2), nn.Linear(3, 2).to("cuda")
     cpu_optimizer = tinynorm.optim.Adam(cpu_layer.parameters())
-    cpu_layer(tinynorm.randn(4, 3)).sum().backward()
+    out = cpu_layer(tinynorm.randn(4, 3))
+    out.backward(tinynorm.randn(*out.shape))  # a random upstream gradient
     cpu_optimizer.step()
     cuda_optimizer = tinynorm.optim.Adam(cuda_layer.parameters())
     cuda_optimizer.load_state_dict(cpu_optimizer.state_dict())
