@@ -183,11 +183,7 @@ def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = N
 
 def _row_chunks(rows: int, cols: int) -> tuple[int, int]:
     """``(chunks, span)``: the columns are summed over ``chunks`` chunks of ``span`` rows (none empty)."""
-    wanted = min(-(-COLUMN_TARGET_THREADS // cols), rows // MIN_CHUNK_ROWS)
-    if wanted <= 1:
-        return 1, rows
-    span = -(-rows // wanted)
-    return -(-rows // span), span
+    return _split(rows, min(-(-COLUMN_TARGET_THREADS // cols), rows // MIN_CHUNK_ROWS))
 
 
 def _thread_grid(items: int) -> tuple[int, int]:
@@ -199,11 +195,15 @@ def _thread_grid(items: int) -> tuple[int, int]:
 
 def _segments(rows: int, cols: int) -> tuple[int, int]:
     """``(parts, span)``: each row is reduced by ``parts`` blocks of ``span`` columns (none empty)."""
-    wanted = min(-(-TARGET_BLOCKS // rows), cols // MIN_SEGMENT_COLS)
+    return _split(cols, min(-(-TARGET_BLOCKS // rows), cols // MIN_SEGMENT_COLS))
+
+
+def _split(length: int, wanted: int) -> tuple[int, int]:
+    """``(parts, span)``: ``length`` items cut into at most ``wanted`` runs of ``span`` items, none empty."""
     if wanted <= 1:
-        return 1, cols
-    span = -(-cols // wanted)
-    return -(-cols // span), span
+        return 1, length
+    span = -(-length // wanted)
+    return -(-length // span), span
 
 
 # ------------------------------------------------------------------------------------- extremes
