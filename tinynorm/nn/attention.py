@@ -8,6 +8,7 @@ Built from differentiable ops, so its backward is autograd's.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,6 +24,13 @@ def causal_mask(length: int, dtype: np.dtype) -> np.ndarray:
     mask = np.zeros((length, length), dtype=dtype)
     mask[np.triu_indices(length, k=1)] = -np.inf
     return mask
+
+
+@functools.lru_cache(maxsize=32)
+def _causal_mask_tensor(length: int, dtype: np.dtype, device: str) -> Tensor:
+    """:func:`causal_mask` as a tensor on ``device``, made once per (length, dtype, device): a forward
+    then adds it without rebuilding it or copying it to the GPU again. Never written to."""
+    return tensor(causal_mask(length, dtype), device=device)
 
 
 class MultiheadSelfAttention(Module):
@@ -43,7 +51,7 @@ class MultiheadSelfAttention(Module):
         q, k, v = qkv[0], qkv[1], qkv[2]
         scores = matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head))
         if self.causal:
-            scores = scores + tensor(causal_mask(length, scores.dtype), device=scores.device)
+            scores = scores + _causal_mask_tensor(length, scores.dtype, scores.device)
         out = matmul(softmax(scores, dim=-1), v)
         return self.proj(out.transpose(1, 2).reshape(batch, length, self.d_model))
 
