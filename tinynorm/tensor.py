@@ -425,6 +425,17 @@ def _shape_args(args: tuple) -> tuple:
     return tuple(args)
 
 
+def on_device(value: Any, device: str, op: str, what: str, where: str) -> Tensor:
+    """``value`` as a tensor on ``device``: host data (numbers, lists, numpy arrays) is copied there, and
+    a tensor on another device is an error naming both (``what``/``where`` say what each one is, e.g.
+    ``"target is"`` and ``"input is"``)."""
+    if not isinstance(value, Tensor):
+        return tensor(value, device=device)
+    if value.device != device:
+        raise RuntimeError(f"{op}: {what} on {value.device} but {where} on {device}; move it with .to('{device}')")
+    return value
+
+
 def resolve_device(device: Any) -> str:
     """``device`` as tinynorm's device name, checking that CUDA is usable when it is asked for."""
     name = canonical_device(device)

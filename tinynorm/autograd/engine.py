@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor
+from ..tensor import Tensor, on_device
 from .function import FREED_MESSAGE, AccumulateGrad, Node, _node_of
 
 
@@ -104,11 +104,8 @@ def _initial_gradient(tensor: Tensor, gradient: Any) -> Any:
                 f"it first, e.g. loss.mean().backward()"
             )
         return xp.ones_like(tensor.data)
-    if isinstance(gradient, Tensor) and gradient.device != tensor.device:
-        raise RuntimeError(
-            f"backward(): gradient is on {gradient.device} but the tensor is on {tensor.device}; "
-            f"move it with .to('{tensor.device}') first"
-        )
+    if isinstance(gradient, Tensor):
+        on_device(gradient, tensor.device, "backward()", "gradient is", "the tensor is")
     data = gradient.data if isinstance(gradient, Tensor) else xp.asarray(gradient, dtype=tensor.dtype)
     if data.shape != tensor.data.shape:
         raise RuntimeError(

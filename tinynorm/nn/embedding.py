@@ -6,7 +6,7 @@ from typing import Any
 from .. import creation
 from ..ops import getitem
 from ..ops.shape import check_indices
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, on_device
 from . import init
 from .module import Module, Parameter
 
@@ -36,12 +36,8 @@ def embedding(ids: Any, weight: Tensor) -> Tensor:
     ``ids`` is an integer tensor on ``weight``'s device, or host data (a list, a numpy array), which is
     copied there.
     """
-    if not isinstance(ids, Tensor):
-        ids = tensor(ids, device=weight.device)
+    ids = on_device(ids, weight.device, "embedding", "ids are", "the weight is")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
-    if ids.device != weight.device:
-        raise RuntimeError(f"embedding: ids are on {ids.device} but the weight is on {weight.device}; "
-                           f"move the ids with .to('{weight.device}')")
     check_indices(weight._backend, ids.data, weight.shape[0], "embedding", "ids")
     return getitem(weight, ids)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.function import Context, Function
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, on_device
 from .shape import check_indices
 from .softmax import log_softmax_array
 
@@ -106,12 +106,7 @@ class NllLoss(Function):
 def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
     """(N, C, d1, ...) logits and (N, d1, ...) targets as (rows, C) and (rows,) (targets as an array
     on the input's device; host data is copied there)."""
-    if not isinstance(target, Tensor):
-        target = tensor(target, device=input.device)
-    elif target.device != input.device:
-        raise RuntimeError(f"{op}: target is on {target.device} but input is on {input.device}; "
-                           f"move the target with .to('{input.device}')")
-    target_data = target.data
+    target_data = on_device(target, input.device, op, "target is", "input is").data
     if input.ndim == 1:
         input, target_data = input.reshape(1, -1), target_data.reshape(1)
     if input.ndim < 2:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..autograd.function import Context, Function
 from ..backends import get_backend
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, on_device, tensor
 from .reductions import normalize_dims
 
 
@@ -201,12 +201,7 @@ def _raw_index_item(item: Any, x: Tensor) -> Any:
     """One entry of an index: tensors become their arrays, lists (and arrays of another device's
     kind, such as numpy arrays indexing a CUDA tensor) become arrays on ``x``'s device."""
     if isinstance(item, Tensor):
-        if item.device != x.device:
-            raise RuntimeError(
-                f"indexing: the index tensor is on {item.device} but the indexed tensor is on {x.device}; "
-                f"move the index with .to('{x.device}')"
-            )
-        return item.data
+        return on_device(item, x.device, "indexing", "the index tensor is", "the indexed tensor is").data
     if isinstance(item, list) or (getattr(item, "ndim", 0) and not isinstance(item, x._backend.ndarray)):
         return tensor(item, device=x.device).data
     return item
