@@ -13,6 +13,11 @@ Interop goes through the CUDA Array Interface (``__cuda_array_interface__``), wh
 PyTorch CUDA tensors and Numba device arrays implement: :func:`from_cuda_array` shares their memory,
 and tinynorm's own CUDA tensors expose the interface, so ``torch.as_tensor(t, device='cuda')`` or
 ``cupy.asarray(t)`` share theirs.
+
+Memory comes from a caching allocator (:mod:`tinynorm.kernels.cuda.memory`): blocks that tensors no
+longer use are kept for the next tensor of the same size class instead of being freed, which would
+stop the GPU. :func:`memory_allocated`, :func:`memory_reserved` and :func:`empty_cache` work as in
+PyTorch.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ import numpy as np
 from . import dtypes
 from .tensor import Tensor
 
-__all__ = ["is_available", "device_count", "synchronize", "from_cuda_array"]
+__all__ = ["is_available", "device_count", "synchronize", "from_cuda_array", "memory_allocated", "memory_reserved",
+           "empty_cache"]
 
 
 @functools.cache
@@ -72,6 +78,37 @@ def synchronize() -> None:
     from numba import cuda
 
     cuda.synchronize()
+
+
+def _block_cache() -> Any:
+    """The caching allocator's bookkeeping (:mod:`tinynorm.kernels.cuda.memory`); the simulator has none."""
+    require()
+    if numba.config.ENABLE_CUDASIM:
+        raise RuntimeError("tinynorm does not count device memory in Numba's CUDA simulator, where device "
+                           "arrays are host numpy arrays and nothing is cached")
+    from .kernels.cuda.memory import block_cache
+
+    return block_cache()
+
+
+def memory_allocated() -> int:
+    """Bytes of device memory that tinynorm's arrays occupy, in the allocator's size classes (as
+    ``torch.cuda.memory_allocated``). Not counted in the simulator (``RuntimeError``)."""
+    return _block_cache().allocated_bytes
+
+
+def memory_reserved() -> int:
+    """Bytes the caching allocator holds: what arrays occupy plus free blocks kept for reuse (as
+    ``torch.cuda.memory_reserved``). Not counted in the simulator (``RuntimeError``)."""
+    return _block_cache().reserved_bytes
+
+
+def empty_cache() -> None:
+    """Give the free blocks the caching allocator keeps back to the driver, e.g. for another library
+    (as ``torch.cuda.empty_cache``). Memory that tensors use stays. Nothing to do in the simulator."""
+    require()
+    if not numba.config.ENABLE_CUDASIM:
+        _block_cache().release_free_blocks()
 
 
 def from_cuda_array(obj: Any) -> Tensor:

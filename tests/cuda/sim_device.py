@@ -328,3 +328,14 @@ def test_cuda_tensors_export_their_memory(monkeypatch):
     np.testing.assert_array_equal(shared.numpy(), [[1, 2], [5, 6]])
     shared.fill_(-1.0)
     np.testing.assert_array_equal(t.numpy(), -1.0)
+
+
+def test_memory_counts_are_refused_in_the_simulator_and_empty_cache_is_harmless():
+    """The simulator's device arrays are numpy arrays: nothing is cached, so there is nothing to count
+    (a RuntimeError that says so, not a made-up 0) and nothing to release."""
+    kept = tinynorm.ones(4, device="cuda")
+    for count in (tinynorm.cuda.memory_allocated, tinynorm.cuda.memory_reserved):
+        with pytest.raises(RuntimeError, match="does not count device memory in Numba's CUDA simulator"):
+            count()
+    tinynorm.cuda.empty_cache()
+    assert kept.numpy().tolist() == [1.0] * 4

@@ -18,8 +18,8 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import cuda
 
+from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided
 
 Shape = tuple[int, ...]
@@ -79,7 +79,7 @@ class CudaArray:
     def empty(cls, shape: Shape, dtype: Any) -> CudaArray:
         """A new uninitialised C-contiguous array."""
         shape = tuple(int(n) for n in shape)
-        return cls(cuda.device_array(math.prod(shape), dtype=np.dtype(dtype)), shape)
+        return cls(memory.empty(math.prod(shape), dtype), shape)
 
     @classmethod
     def wrap(cls, device_array: Any) -> CudaArray:

@@ -11,9 +11,10 @@ import operator
 from typing import Any
 
 import numpy as np
-from numba import cuda, from_dtype
+from numba import from_dtype
 
 from ...kernels.cuda import elementwise as kernels
+from ...kernels.cuda import memory
 from .array import CudaArray
 from .shape import as_shape
 
@@ -89,7 +90,7 @@ def from_numpy(a: Any) -> CudaArray:
     host = np.asarray(a)
     if host.dtype == object or host.dtype.kind in "USVMm":
         raise TypeError(f"from_numpy: cannot copy an array of dtype {host.dtype} to the device")
-    return CudaArray(cuda.to_device(host.reshape(-1)), host.shape)
+    return CudaArray(memory.to_device(host.reshape(-1)), host.shape)
 
 
 def to_numpy(a: CudaArray) -> np.ndarray:

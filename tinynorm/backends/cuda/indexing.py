@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import cuda
 
 from ...kernels.cuda import indexing as kernels
+from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided
 from .array import CudaArray
 
@@ -57,7 +57,7 @@ def _device_index(item: Any) -> CudaArray:
     array = np.asarray(item)
     if isinstance(item, list) and array.size == 0:
         array = array.astype(np.int64)
-    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))
+    return CudaArray.wrap(memory.to_device(np.array(array, order="C")))
 
 
 def _classify(item: Any) -> Any:
@@ -118,7 +118,7 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Any,
         raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
                          + " ".join(str(s) for s in shapes)) from None
     count = math.prod(index_shape)
-    stacked = cuda.device_array((len(arrays), count), kernels.INDEX_DTYPE)
+    stacked = memory.empty((len(arrays), count), kernels.INDEX_DTYPE)
     for k, (index, *_) in enumerate(arrays):
         shape, strides = _kernel_view(index_shape, _broadcast_strides(index, index_shape))
         copy_strided(stacked[k], index.storage, index.offset, strides, shape)  # also casts to int64
@@ -170,7 +170,7 @@ def _resolve(a: CudaArray, index: Any) -> _Layout:
                 axis = len(dims) if axis is None else axis
     dims += list(zip(a.shape[dim:], a.strides[dim:]))
     if not arrays:  # ints and slices only: one "entry" at offset 0, key 0
-        zero = cuda.to_device(np.zeros(1, kernels.INDEX_DTYPE))
+        zero = memory.to_device(np.zeros(1, kernels.INDEX_DTYPE))
         return _Layout(base, tuple(n for n, _ in dims) + (1,), tuple(s for _, s in dims) + (0,), len(dims),
                        zero, zero, 1, ())
     if advanced != list(range(advanced[0], advanced[-1] + 1)):  # not adjacent: the index dims go first
@@ -193,7 +193,7 @@ def _as_values(value: Any, shape: Shape, dtype: np.dtype) -> CudaArray:
     """``value`` (a scalar, numpy array or CudaArray) as a CudaArray that broadcasts to ``shape``."""
     if not isinstance(value, CudaArray):
         host = np.asarray(value, dtype=dtype if np.ndim(value) == 0 else None)
-        value = CudaArray.wrap(cuda.to_device(np.array(host, order="C")))
+        value = CudaArray.wrap(memory.to_device(np.array(host, order="C")))
     extra = value.ndim - len(shape)
     if extra > 0 and all(n == 1 for n in value.shape[:extra]):  # numpy drops leading dims of size 1
         value = CudaArray(value.storage, value.shape[extra:], value.strides[extra:], value.offset)

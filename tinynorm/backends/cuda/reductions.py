@@ -19,8 +19,8 @@ import warnings
 from typing import Any
 
 import numpy as np
-from numba import cuda
 
+from ...kernels.cuda import memory
 from ...kernels.cuda.reductions import column_sums, row_extremes, row_sums
 from .array import CudaArray
 
@@ -111,7 +111,7 @@ def _sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> A
     if count == 0:
         if mean:
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
-        return cuda.to_device(np.full(kept, np.nan if mean else 0, dtype))
+        return memory.to_device(np.full(kept, np.nan if mean else 0, dtype))
     accumulator = _accumulator(dtype)
     divisor = accumulator.type(count) if mean else None
     if _leading(a, axes):

@@ -16,6 +16,7 @@ import numpy as np
 from numba import cuda
 
 from ..cpu._shared import check_eps as _check_eps
+from . import memory
 
 DATA_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 PARAM_DTYPE = np.dtype(np.float32)
@@ -33,7 +34,7 @@ def on_device(name: str, array: object):
     if hasattr(array, "__cuda_array_interface__"):
         return cuda.as_cuda_array(array)
     if isinstance(array, np.ndarray):
-        return cuda.to_device(np.ascontiguousarray(array))
+        return memory.to_device(array)
     raise TypeError(f"{name} must be a numpy.ndarray or a CUDA device array, got {type(array).__name__}")
 
 
@@ -90,7 +91,7 @@ def check_eps(eps: float) -> np.float32:
 def output(out: object | None, shape: tuple[int, ...], dtype: np.dtype):
     """``out`` after checking it can receive the result, or a new device array when it is None."""
     if out is None:
-        return cuda.device_array(shape, dtype=dtype)
+        return memory.empty(shape, dtype=dtype)
     if isinstance(out, np.ndarray):
         raise TypeError("out must be a CUDA device array (a host array would receive nothing), got numpy.ndarray")
     out = on_device("out", out)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from . import memory
 from ._reduce import WARP_SIZE, block_sum
 from ._shared import (
     PARAM_DTYPE,
@@ -174,11 +175,11 @@ def batch_norm_stats(x) -> tuple:
     channels = x.shape[1]
     if x.size == 0:
         nan = np.full(channels, np.nan, PARAM_DTYPE)
-        return cuda.to_device(nan), cuda.to_device(nan)
+        return memory.to_device(nan), memory.to_device(nan)
     grid, threads = _reduction_launch(x)
-    part = cuda.device_array((3,) + grid, PARAM_DTYPE)
+    part = memory.empty((3,) + grid, PARAM_DTYPE)
     launch(_stats_kernel, grid, threads, (x, part))
-    stats = cuda.device_array((2, channels), PARAM_DTYPE)
+    stats = memory.empty((2, channels), PARAM_DTYPE)
     launch(_merge_stats_kernel, grid_size(channels, THREADS), THREADS, (part, stats[0], stats[1]))
     return stats[0], stats[1]
 
@@ -223,18 +224,18 @@ def _reduce(dy, x, mean, rstd) -> tuple:
     channels = x.shape[1]
     if x.size:
         grid, threads = _reduction_launch(x)
-        part = cuda.device_array((2,) + grid, PARAM_DTYPE)
+        part = memory.empty((2,) + grid, PARAM_DTYPE)
         launch(_reduce_kernel, grid, threads, (dy, x, mean, part))
     else:
-        part = cuda.device_array((2, 0, channels), PARAM_DTYPE)
-    sums = cuda.device_array((2, channels), PARAM_DTYPE)
+        part = memory.empty((2, 0, channels), PARAM_DTYPE)
+    sums = memory.empty((2, channels), PARAM_DTYPE)
     if channels:
         launch(_merge_reduce_kernel, grid_size(channels, THREADS), THREADS, (part, rstd, sums[0], sums[1]))
     return sums[0], sums[1]
 
 
 def _elemt(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor: float):
-    dx = cuda.device_array(x.shape, x.dtype)
+    dx = memory.empty(x.shape, x.dtype)
     if x.size:
         launch(_elemt_kernel, grid_size(x.size, THREADS), THREADS,
                (_flat(dy), _flat(x), mean, rstd, weight, sum_dy, sum_dy_xhat, np.float32(factor), _flat(dx),

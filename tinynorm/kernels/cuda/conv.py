@@ -27,6 +27,7 @@ import numpy as np
 from numba import cuda
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
+from . import memory
 from ._shared import on_device
 from .launch import jit, launch
 from .matmul import matmul_strided
@@ -143,7 +144,7 @@ def _zero(array) -> np.generic:
 
 def sum_batches(a):
     """``a.sum(axis=0)`` of a C-contiguous (B, ...) device array, adding the batches in order."""
-    out = cuda.device_array(a.shape[1:], dtype=a.dtype)
+    out = memory.empty(a.shape[1:], dtype=a.dtype)
     if out.size:
         flat = a.reshape(a.shape[0], out.size)
         launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, out.reshape(out.size), _zero(a)))
@@ -153,7 +154,7 @@ def sum_batches(a):
 def channel_sums(a):
     """``a.sum(axis=(0, 2))`` of a C-contiguous (N, C, L) device array: one block per channel, each
     thread adding a fixed set of terms, then a fixed tree across the block (deterministic)."""
-    out = cuda.device_array(a.shape[1], dtype=a.dtype)
+    out = memory.empty(a.shape[1], dtype=a.dtype)
     if out.size:
         kernel = _channel_sums_kernel(numba.from_dtype(a.dtype))
         launch(kernel, out.size, THREADS, (a, out))
@@ -169,7 +170,7 @@ def im2col(x, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0):
     x = check_input("x", x)
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
-    cols = cuda.device_array((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
+    cols = memory.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
     if cols.size:
         launch(_im2col_kernel, blocks_for(cols.size), THREADS, (x, cols, kh, kw, sh, sw, ph, pw, out_w))
     return cols
@@ -203,7 +204,7 @@ def col2im(
     (kh, kw), (sh, sw), (ph, pw), out_size = _window_geometry(
         input_shape[2], input_shape[3], kernel_size, stride, padding)
     cols = _check_cols(cols, input_shape, (kh, kw), out_size)
-    dx = cuda.device_array(input_shape, dtype=cols.dtype)
+    dx = memory.empty(input_shape, dtype=cols.dtype)
     if dx.size:
         launch(_col2im_kernel, blocks_for(dx.size), THREADS,
                (cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], _zero(cols)))
@@ -241,7 +242,7 @@ def _batched_gemm(a, a_strides: tuple[int, int, int], b, b_strides: tuple[int, i
     through element strides of (batch, row, column): swapped strides read a transpose, batch stride 0
     reuses one matrix for every ``n``. Nothing is copied.
     """
-    out = cuda.device_array(out_shape, dtype=a.dtype)
+    out = memory.empty(out_shape, dtype=a.dtype)
     matmul_strided(a.reshape(a.size), a_strides, b.reshape(b.size), b_strides, (out_shape[0],), inner, out)
     return out
 

@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
+from . import memory
 from ._reduce import WARP_SIZE, block_sum, sum_partials
 from ._shared import (
     PARAM_DTYPE,
@@ -137,7 +138,7 @@ def group_norm_forward(x, num_groups: int, weight, bias, eps: float, out=None) -
     bias = check_param("bias", bias, (channels,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    stats = cuda.device_array((2, batch, num_groups), PARAM_DTYPE)
+    stats = memory.empty((2, batch, num_groups), PARAM_DTYPE)
     if x.size:
         cached = min(channels // num_groups * spatial, CACHE_BYTES // 4)
         launch(_forward_kernel, grid_size(batch * num_groups, 1), _threads(spatial),
@@ -158,8 +159,8 @@ def group_norm_backward(dy, x, mean, rstd, num_groups: int, weight) -> tuple:
     mean = check_stat("mean", mean, (batch, num_groups))
     rstd = check_stat("rstd", rstd, (batch, num_groups))
     weight = check_param("weight", weight, (channels,))
-    dx = cuda.device_array(x.shape, x.dtype)
-    part = cuda.device_array((2, batch if x.size else 0, channels), PARAM_DTYPE)
+    dx = memory.empty(x.shape, x.dtype)
+    part = memory.empty((2, batch if x.size else 0, channels), PARAM_DTYPE)
     if x.size:
         launch(_backward_kernel, grid_size(batch * num_groups, 1), _threads(x.shape[2]),
                (dy, x, mean, rstd, num_groups, weight, dx, part))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, int32, int64
 
+from . import memory
 from .launch import jit, launch
 from .strided import THREADS, blocks_for, strided_offset, threads_for
 
@@ -244,9 +245,9 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple) -> tuple:
     negative indices count from the end. Raises IndexError when an index is out of range: the one
     value read back from the device (a flag; the indices themselves only when it is set).
     """
-    positions = cuda.device_array(indices.shape[1], INDEX_DTYPE)
-    keys = cuda.device_array(indices.shape[1], INDEX_DTYPE)
-    bad = cuda.to_device(np.zeros(1, np.int32))
+    positions = memory.empty(indices.shape[1], INDEX_DTYPE)
+    keys = memory.empty(indices.shape[1], INDEX_DTYPE)
+    bad = memory.to_device(np.zeros(1, np.int32))
     _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad)
     if bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
@@ -272,15 +273,15 @@ def sort_keys(keys, key_count: int) -> tuple:
     pass counts each tile's digits, turns the counts into start slots (exclusive prefix sums), and
     moves every entry to its slot. Integer counts only: the same order on every run.
     """
-    order = cuda.device_array(keys.size, INDEX_DTYPE)
+    order = memory.empty(keys.size, INDEX_DTYPE)
     _launch(_iota_kernel, keys.size, order)
     tile = threads_for(keys.size)
     tiles = -(-keys.size // tile)
-    starts = cuda.device_array(RADIX * tiles, INDEX_DTYPE)
+    starts = memory.empty(RADIX * tiles, INDEX_DTYPE)
     bits = (key_count - 1).bit_length() if keys.size else 0  # no entries: no launch of 0 blocks
     for shift in range(0, bits, RADIX_BITS):
-        sorted_keys = cuda.device_array(keys.size, INDEX_DTYPE)
-        sorted_order = cuda.device_array(keys.size, INDEX_DTYPE)
+        sorted_keys = memory.empty(keys.size, INDEX_DTYPE)
+        sorted_order = memory.empty(keys.size, INDEX_DTYPE)
         launch(_digit_count_kernel, tiles, tile, (keys, shift, starts))
         launch(_exclusive_scan_kernel, 1, SORT_TILE, (starts,))
         launch(_radix_scatter_kernel, tiles, tile, (keys, order, shift, starts, sorted_keys, sorted_order))
@@ -310,7 +311,7 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
                indices, indices_offset: int, indices_strides: tuple, shape: tuple) -> None:
     """numpy's ``take_along_axis`` into the flat ``out`` of ``shape``, both operands as views broadcast to
     ``shape`` (``strides`` with 0 on ``axis``); IndexError (after a flag read back) for an index out of range."""
-    bad = cuda.to_device(np.zeros(1, np.int32))
+    bad = memory.to_device(np.zeros(1, np.int32))
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
             indices, indices_offset, indices_strides, shape, bad)
     if bad.copy_to_host()[0]:
@@ -328,13 +329,13 @@ def nonzero(mask, shape: tuple):
     the result's size must be known to allocate it) and turns them into each chunk's first column.
     """
     chunks = -(-mask.size // MASK_CHUNK)
-    counts = cuda.device_array(chunks, INDEX_DTYPE)
+    counts = memory.empty(chunks, INDEX_DTYPE)
     _launch(_count_kernel, chunks, mask, counts)
     counts = counts.copy_to_host()
-    coords = cuda.device_array((len(shape), int(counts.sum())), INDEX_DTYPE)
+    coords = memory.empty((len(shape), int(counts.sum())), INDEX_DTYPE)
     if coords.size:
         starts = np.cumsum(counts) - counts
-        _launch(_nonzero_kernel, chunks, mask, cuda.to_device(starts), shape, coords)
+        _launch(_nonzero_kernel, chunks, mask, memory.to_device(starts), shape, coords)
     return coords
 
 

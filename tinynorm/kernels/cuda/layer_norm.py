@@ -5,9 +5,7 @@ The kernels live in :mod:`._row_norm` (shared with RMSNorm). Arrays in and out a
 """
 from __future__ import annotations
 
-from numba import cuda
-
-from . import _row_norm
+from . import _row_norm, memory
 from ._shared import (
     PARAM_DTYPE,
     check_eps,
@@ -32,7 +30,7 @@ def layer_norm_forward(x, weight, bias, eps: float, out=None) -> tuple:
     bias = check_param("bias", bias, (cols,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    stats = cuda.device_array((2, rows), PARAM_DTYPE)  # one allocation for mean and rstd
+    stats = memory.empty((2, rows), PARAM_DTYPE)  # one allocation for mean and rstd
     _row_norm.forward(x, weight, bias, eps, y, stats[0], stats[1])
     return y, stats[0], stats[1]
 
@@ -51,6 +49,6 @@ def layer_norm_backward(dy, x, mean, rstd, weight) -> tuple:
     mean = check_stat("mean", mean, (rows,))
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
-    dx = cuda.device_array(x.shape, x.dtype)
+    dx = memory.empty(x.shape, x.dtype)
     sums = _row_norm.backward(dy, x, mean, rstd, weight, dx)
     return dx, sums[0], sums[1]

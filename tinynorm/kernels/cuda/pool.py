@@ -19,6 +19,7 @@ from numba import cuda
 
 from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry
+from . import memory
 from ._shared import on_device
 from .conv import check_input
 from .launch import jit, launch
@@ -138,8 +139,8 @@ def max_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     """
     x = check_input("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = cuda.device_array(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
-    argmax = cuda.device_array(y.shape, dtype=np.int64)
+    y = memory.empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
+    argmax = memory.empty(y.shape, dtype=np.int64)
     if y.size:
         launch(_max_pool_kernel, blocks_for(y.size), THREADS,
                (x, y, argmax, kh, kw, sh, sw, ph, pw, x.dtype.type(-np.inf)))
@@ -166,10 +167,10 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int]):
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     argmax = _check_argmax(argmax, x_shape)
     dy = _check_grad(dy, tuple(argmax.shape))
-    dx = cuda.device_array(x_shape, dtype=dy.dtype)
+    dx = memory.empty(x_shape, dtype=dy.dtype)
     planes = x_shape[0] * x_shape[1]
     if planes and dx.size:
-        invalid = cuda.to_device(np.zeros(1, dtype=np.int64))
+        invalid = memory.to_device(np.zeros(1, dtype=np.int64))
         launch(_max_pool_backward_kernel, blocks_for(planes), THREADS, (dy, argmax, dx, dy.dtype.type(0), invalid))
         if invalid.copy_to_host()[0]:
             raise ValueError(f"argmax holds indices outside [0, {x_shape[2] * x_shape[3]}) for x_shape {x_shape}")
@@ -183,7 +184,7 @@ def avg_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     """
     x = check_input("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = cuda.device_array(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
+    y = memory.empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     scale = x.dtype.type(1.0 / (kh * kw))
     if y.size:
         launch(_avg_pool_kernel, blocks_for(y.size), THREADS, (x, y, kh, kw, sh, sw, ph, pw, scale, x.dtype.type(0)))
@@ -201,7 +202,7 @@ def avg_pool2d_backward(
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x_shape, kernel_size, stride, padding)
     dy = _check_grad(dy, x_shape[:2] + out_size)
-    dx = cuda.device_array(x_shape, dtype=dy.dtype)
+    dx = memory.empty(x_shape, dtype=dy.dtype)
     scale = dy.dtype.type(1.0 / (kh * kw))
     if dx.size:
         launch(_avg_pool_backward_kernel, blocks_for(dx.size), THREADS,

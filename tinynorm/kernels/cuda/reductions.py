@@ -39,6 +39,7 @@ import numba
 import numpy as np
 from numba import cuda
 
+from . import memory
 from ._reduce import WARP_SIZE
 from ._shared import grid_size
 from .launch import jit, launch
@@ -123,7 +124,7 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     With ``divisor`` (a scalar of the accumulator dtype) each sum is divided by it: a mean.
     """
     rows, cols = x.shape
-    out = cuda.device_array(rows, dtype=dtype)
+    out = memory.empty(rows, dtype=dtype)
     if rows == 0:
         return out
     if cols <= THREAD_ROW_MAX_COLS:
@@ -134,7 +135,7 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     if parts == 1:
         launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, divisor, span, 1, out))
         return out
-    partials = cuda.device_array((rows, parts), dtype=accumulator)
+    partials = memory.empty((rows, parts), dtype=accumulator)
     launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (x, None, span, parts, partials.reshape(rows * parts)))
     return row_sums(partials, dtype, accumulator, divisor)
 
@@ -168,7 +169,7 @@ def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = N
     With ``divisor`` (a scalar of the accumulator dtype) each sum is divided by it: a mean.
     """
     rows, cols = x.shape
-    out = cuda.device_array(cols, dtype=dtype)
+    out = memory.empty(cols, dtype=dtype)
     if cols == 0:
         return out
     chunks, span = _row_chunks(rows, cols)
@@ -176,7 +177,7 @@ def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = N
     if chunks == 1:
         launch(kernel, *_thread_grid(cols), (x, divisor, span, out.reshape(1, cols)))
         return out
-    partials = cuda.device_array((chunks, cols), dtype=accumulator)
+    partials = memory.empty((chunks, cols), dtype=accumulator)
     launch(kernel, *_thread_grid(chunks * cols), (x, None, span, partials))
     return column_sums(partials, dtype, accumulator, divisor)
 
@@ -332,8 +333,8 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
     """:func:`row_extremes`, where column ``j`` of row ``i`` stands for index ``indices_of[i, j]``
     (a pass over partials), or for ``j`` when ``indices_of`` is None."""
     rows, cols = x.shape
-    values_out = cuda.device_array(rows, dtype=x.dtype) if values else None
-    indices_out = cuda.device_array(rows, dtype=np.int64) if indices else None
+    values_out = memory.empty(rows, dtype=x.dtype) if values else None
+    indices_out = memory.empty(rows, dtype=np.int64) if indices else None
     if rows == 0:
         return values_out, indices_out
     compared = comparison_dtype(np.dtype(x.dtype))
@@ -347,8 +348,8 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
         launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, indices_of, span, 1, values_out, indices_out))
         return values_out, indices_out
     # Partial values always (they decide the next pass); partial indices only when indices are wanted.
-    partial_values = cuda.device_array((rows, parts), dtype=x.dtype)
-    partial_indices = cuda.device_array((rows, parts), dtype=np.int64) if indices else None
+    partial_values = memory.empty((rows, parts), dtype=x.dtype)
+    partial_indices = memory.empty((rows, parts), dtype=np.int64) if indices else None
     launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (
         x, indices_of, span, parts, partial_values.reshape(rows * parts),
         None if partial_indices is None else partial_indices.reshape(rows * parts)))

@@ -5,9 +5,7 @@ and ``bias=None``, which Numba compiles into separate, smaller kernels.
 """
 from __future__ import annotations
 
-from numba import cuda
-
-from . import _row_norm
+from . import _row_norm, memory
 from ._shared import (
     PARAM_DTYPE,
     check_eps,
@@ -30,7 +28,7 @@ def rms_norm_forward(x, weight, eps: float, out=None) -> tuple:
     weight = check_param("weight", weight, (cols,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    rstd = cuda.device_array(rows, PARAM_DTYPE)
+    rstd = memory.empty(rows, PARAM_DTYPE)
     _row_norm.forward(x, weight, None, eps, y, None, rstd)
     return y, rstd
 
@@ -46,5 +44,5 @@ def rms_norm_backward(dy, x, rstd, weight) -> tuple:
     dy = check_like("dy", dy, x.shape, x.dtype)
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
-    dx = cuda.device_array(x.shape, x.dtype)
+    dx = memory.empty(x.shape, x.dtype)
     return dx, _row_norm.backward(dy, x, None, rstd, weight, dx)[0]

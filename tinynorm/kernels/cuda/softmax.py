@@ -20,6 +20,7 @@ from functools import cache
 import numpy as np
 from numba import cuda, from_dtype
 
+from . import memory
 from ._shared import grid_size, on_device
 from .launch import jit, launch
 
@@ -133,7 +134,7 @@ def _check_rows(name: str, array: object):
 def _result(out: object | None, like) -> object:
     """``out`` after checking it matches ``like`` (shape, dtype, C-contiguous), or a new device array."""
     if out is None:
-        return cuda.device_array(like.shape, like.dtype)
+        return memory.empty(like.shape, like.dtype)
     out = _check_rows("out", out)
     if out.shape != like.shape or out.dtype != like.dtype:
         raise ValueError(f"out must have shape {tuple(like.shape)} and dtype {like.dtype}, "

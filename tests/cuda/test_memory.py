@@ -1,0 +1,179 @@
+"""The caching allocator (tinynorm.kernels.cuda.memory), without a GPU.
+
+The cache is bookkeeping over blocks that a driver function hands out, so a fake driver (blocks with
+made-up device pointers) checks it: reuse by size class, the counts PyTorch reports, freeing, and the
+retry when the GPU is full. The lifetimes go through Numba's own pointer classes, as on a GPU: a
+block must stay lent while any view of its memory is alive, and come back once none is.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+pytest.importorskip("numba.cuda")
+
+from numba.cuda.cudadrv.driver import binding  # noqa: E402
+
+from tinynorm.kernels.cuda import memory  # noqa: E402
+
+MiB = 1 << 20
+
+
+class FakeDriver:
+    """Hands out blocks at increasing fake addresses; can be told to be full."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = capacity
+        self.blocks: list[weakref.ref] = []  # every block handed out; dead once nothing holds it
+        self.flushes = 0
+        self.next_address = 1 << 32
+
+    def alive(self) -> list[bool]:
+        return [ref() is not None for ref in self.blocks]
+
+    def allocate(self, size: int) -> FakeBlock:
+        in_use = sum(ref().size for ref in self.blocks if ref() is not None)
+        if self.capacity is not None and in_use + size > self.capacity:
+            raise memory.OutOfMemoryError(f"fake: no room for {size} bytes")
+        block = FakeBlock(self.next_address, size)
+        self.next_address += size
+        self.blocks.append(weakref.ref(block))
+        return block
+
+    def flush(self) -> None:
+        self.flushes += 1
+        gc.collect()
+
+
+class FakeBlock:
+    """A driver block, freed (by the fake driver's reckoning) when nothing references it any more."""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.device_pointer = binding.CUdeviceptr(address)
+        self.size = size
+
+
+def make_cache(**options) -> tuple[memory.BlockCache, FakeDriver]:
+    driver = FakeDriver(options.pop("capacity", None))
+    return memory.BlockCache(driver.allocate, driver.flush, **options), driver
+
+
+@pytest.mark.parametrize("nbytes", [1, 4, 511, 512, 513, 4096 + 3, MiB - 1, MiB, MiB + 1, 3 * MiB + 7,
+                                    5 * MiB, 2**31 + 1])
+def test_size_classes_fit_the_request_with_bounded_waste(nbytes):
+    size = memory.size_class(nbytes)
+    assert size >= nbytes
+    assert size % memory.ALIGNMENT == 0
+    if nbytes <= MiB:
+        assert size - nbytes < memory.ALIGNMENT
+    else:
+        assert (size - nbytes) / nbytes < 0.25
+
+
+def test_size_classes_are_few_above_one_mib():
+    classes = {memory.size_class(n) for n in range(MiB + 1, 2 * MiB + 1, 4096)}
+    assert sorted(classes) == [MiB * 5 // 4, MiB * 3 // 2, MiB * 7 // 4, 2 * MiB]
+
+
+def test_a_given_back_block_serves_the_next_request_of_its_class():
+    cache, driver = make_cache()
+    block, size = cache.take(1000)
+    assert size == 1024 and cache.allocated_bytes == 1024 and cache.reserved_bytes == 1024
+    cache.give_back(block, size)
+    assert cache.allocated_bytes == 0 and cache.reserved_bytes == 1024
+    again, _ = cache.take(600)  # same class (1024)
+    assert again is block
+    other, other_size = cache.take(2000)  # another class: a new block
+    assert other is not block and other_size == 2048
+    assert cache.driver_allocations == 2
+    assert cache.allocated_bytes == 3072 == cache.reserved_bytes
+
+
+def test_empty_cache_frees_only_unused_blocks():
+    cache, driver = make_cache()
+    used, used_size = cache.take(100)
+    free, free_size = cache.take(5000)
+    cache.give_back(free, free_size)
+    del free
+    cache.release_free_blocks()
+    assert driver.flushes == 1
+    assert cache.reserved_bytes == used_size == cache.allocated_bytes
+    assert driver.alive() == [True, False]
+
+
+def test_without_caching_given_back_blocks_are_freed():
+    cache, driver = make_cache(keep_free_blocks=False)
+    block, size = cache.take(100)
+    cache.give_back(block, size)
+    del block
+    gc.collect()
+    assert cache.reserved_bytes == 0 and cache.allocated_bytes == 0
+    assert driver.alive() == [False]
+    cache.take(100)
+    assert cache.driver_allocations == 2
+
+
+def test_a_full_gpu_releases_the_free_blocks_and_retries():
+    cache, driver = make_cache(capacity=4 * MiB)
+    block, size = cache.take(3 * MiB)
+    cache.give_back(block, size)
+    del block
+    new, new_size = cache.take(2 * MiB)  # does not fit beside the free 3 MiB block, fits after releasing it
+    assert new_size == 2 * MiB and driver.flushes == 1
+    assert cache.reserved_bytes == 2 * MiB == cache.allocated_bytes
+
+
+def test_out_of_memory_names_the_request_and_what_tinynorm_holds():
+    cache, _ = make_cache(capacity=2 * MiB)
+    held = cache.take(MiB)  # noqa: F841  (an array using it)
+    with pytest.raises(memory.OutOfMemoryError, match=r"cannot allocate 2097152 bytes.*use 1048576 bytes"):
+        cache.take(2 * MiB)
+    assert isinstance(memory.OutOfMemoryError(), RuntimeError)  # as torch.OutOfMemoryError
+
+
+def test_a_lent_block_comes_back_only_when_no_view_of_it_is_alive():
+    """Numba's device arrays hold owned pointers: a view (a slice of an array) holds its own, and the
+    block must not be reused while the view can still be read."""
+    cache, _ = make_cache()
+    pointer = memory.lend(cache, 4000)
+    address = int(pointer.device_pointer)
+    view = pointer.view(1024, 2048)
+    assert int(view.device_pointer) == address + 1024
+    del pointer
+    gc.collect()
+    assert cache.allocated_bytes == 4096  # the view still uses it
+    reused_while_alive = memory.lend(cache, 4000)
+    assert int(reused_while_alive.device_pointer) != address
+    del view
+    gc.collect()
+    assert cache.allocated_bytes == 4096  # only the second block is in use now
+    reused = memory.lend(cache, 3900)
+    assert int(reused.device_pointer) == address
+    assert cache.driver_allocations == 2
+
+
+def test_lent_pointers_keep_the_size_asked_for():
+    cache, _ = make_cache()
+    pointer = memory.lend(cache, 1000)
+    assert pointer.size == 1000  # what Numba checks array accesses against, not the 1024-byte class
+
+
+def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
+    """``memory.empty`` as on a GPU (the driver faked): a C-contiguous Numba device array of the shape
+    and dtype asked for, at the block's address, whose block comes back when the array is dropped."""
+    import numpy as np
+
+    cache, _ = make_cache()
+    monkeypatch.setattr(memory, "block_cache", lambda: cache)
+    monkeypatch.setattr(memory.cuda, "current_context", lambda: None)
+    array = memory.empty((3, 5), np.float32)
+    assert array.shape == (3, 5) and array.dtype == np.float32 and array.strides == (20, 4)
+    assert array.is_c_contiguous() and cache.allocated_bytes == 512
+    address = array.device_ctypes_pointer.value
+    del array
+    gc.collect()
+    assert cache.allocated_bytes == 0
+    again = memory.empty(7, np.int64)
+    assert again.shape == (7,) and again.device_ctypes_pointer.value == address

@@ -1,0 +1,199 @@
+"""Device memory for tinynorm's CUDA arrays: a caching allocator, as in PyTorch.
+
+Numba gives every device array its own ``cuMemAlloc`` and frees it with ``cuMemFree`` (deferred,
+ten at a time). Both are slow driver calls, and "managing memory allocations using cudaMalloc and
+cudaFree causes the GPU to synchronize across all executing CUDA streams" (CUDA Programming Guide,
+4.3). A training step makes hundreds of temporaries, so with Numba's allocator the host would keep
+waiting for the GPU to drain, and the GPU would then idle while the host queues the next kernels.
+
+:func:`empty` keeps memory instead. When the last array or view using a block is gone, the block
+goes to a free list of its size class, and the next request of that class takes it from there: after
+the first training step, a step allocates nothing from the driver. Reusing a block at once is safe
+without events because every tinynorm kernel and copy runs in order on the default stream: a kernel
+that writes a reused block is queued after every kernel that read it. (A library that queues work on
+a tinynorm array on its own non-blocking stream must finish that work before the array is dropped, as
+with PyTorch's ``record_stream``.)
+
+Lifetimes are Numba's own. A lent block is wrapped in an ``AutoFreePointer``, whose reference count
+counts the device arrays and views using it; at zero, Numba calls our finalizer, which returns the
+block to its free list.
+
+``TINYNORM_NO_CUDA_MEMORY_CACHING=1`` (PyTorch: ``PYTORCH_NO_CUDA_MEMORY_CACHING=1``) frees blocks
+instead of keeping them. In Numba's CUDA simulator device arrays are host numpy arrays: :func:`empty`
+is plain ``cuda.device_array`` there and nothing is cached or counted.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import config, cuda
+
+SMALL_BLOCK_BYTES = 1 << 20  # up to 1 MiB, sizes are rounded up to a multiple of ALIGNMENT
+ALIGNMENT = 512  # bytes; PyTorch rounds to 512 too (and cuMemAlloc aligns to at least 256)
+STEPS_PER_POWER_OF_TWO = 4  # above 1 MiB: four size classes per power of two, under 25% waste
+
+
+class OutOfMemoryError(RuntimeError):
+    """The GPU has no room for a new block, even after the cached free blocks were released."""
+
+
+def size_class(nbytes: int) -> int:
+    """The block size that serves a request of ``nbytes`` (> 0).
+
+    Few classes make reuse likely (a sequence of slightly different lengths shares blocks); small
+    steps keep the waste low. Up to 1 MiB: multiples of 512 bytes. Above: 1.25, 1.5, 1.75 and 2
+    times a power of two.
+    """
+    if nbytes <= SMALL_BLOCK_BYTES:
+        step = ALIGNMENT
+    else:
+        step = (1 << ((nbytes - 1).bit_length() - 1)) // STEPS_PER_POWER_OF_TWO
+    return -(-nbytes // step) * step
+
+
+class BlockCache:
+    """Free device blocks by size class, and the counts PyTorch reports.
+
+    ``allocate(size)`` gets a new block from the driver (raising :class:`OutOfMemoryError` when the
+    GPU is full) and ``flush()`` makes the driver free what was released; the cache itself is plain
+    bookkeeping, so it is tested with a fake allocator.
+    """
+
+    def __init__(self, allocate: Callable[[int], Any], flush: Callable[[], None], keep_free_blocks: bool = True) -> None:
+        self._allocate = allocate
+        self._flush = flush
+        self._keep = keep_free_blocks
+        self._free: dict[int, list[Any]] = {}
+        self._lock = threading.RLock()  # finalizers may run on any thread, at any allocation
+        self.allocated_bytes = 0  # in blocks that arrays use (size classes, not requests)
+        self.reserved_bytes = 0  # allocated plus free blocks held for reuse
+        self.driver_allocations = 0  # blocks ever asked from the driver
+
+    def take(self, nbytes: int) -> tuple[Any, int]:
+        """A block for ``nbytes`` and its size: a free one of the same class, else a new one."""
+        size = size_class(nbytes)
+        with self._lock:
+            blocks = self._free.get(size)
+            if blocks:
+                block = blocks.pop()
+            else:
+                block = self._new_block(size)
+            self.allocated_bytes += size
+        return block, size
+
+    def give_back(self, block: Any, size: int) -> None:
+        """Return a block no array uses any more: kept for reuse, or dropped (the driver frees it)."""
+        with self._lock:
+            self.allocated_bytes -= size
+            if self._keep:
+                self._free.setdefault(size, []).append(block)
+            else:
+                self.reserved_bytes -= size
+
+    def release_free_blocks(self) -> None:
+        """Let the driver free every block no array uses (``torch.cuda.empty_cache``)."""
+        with self._lock:
+            released = sum(size * len(blocks) for size, blocks in self._free.items())
+            self._free.clear()
+            self.reserved_bytes -= released
+        self._flush()
+
+    def _new_block(self, size: int) -> Any:
+        try:
+            block = self._allocate(size)
+        except OutOfMemoryError:
+            self.release_free_blocks()  # free blocks of other sizes may make room
+            try:
+                block = self._allocate(size)
+            except OutOfMemoryError as error:
+                raise OutOfMemoryError(
+                    f"CUDA out of memory: cannot allocate {size} bytes; tinynorm's arrays use "
+                    f"{self.allocated_bytes} bytes and it holds no free blocks. Free tensors you no "
+                    "longer need, or use smaller batches") from error
+        self.driver_allocations += 1
+        self.reserved_bytes += size
+        return block
+
+
+# ---------------------------------------------------------------------------------- the device
+def _driver_allocate(size: int) -> Any:
+    """A new block of ``size`` bytes from Numba's memory manager (an owned pointer, freed when dropped)."""
+    from numba.cuda.cudadrv.driver import CudaAPIError, binding
+
+    try:
+        return cuda.current_context().memalloc(size)
+    except CudaAPIError as error:
+        if error.code == binding.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            raise OutOfMemoryError(f"CUDA out of memory allocating {size} bytes") from error
+        raise
+
+
+def _driver_flush() -> None:
+    """Free now what Numba's memory manager has queued for freeing (dropped blocks among them)."""
+    cuda.current_context().deallocations.clear()
+
+
+@functools.cache
+def block_cache() -> BlockCache:
+    """The process's cache for the current device (tinynorm uses one GPU)."""
+    keep = os.environ.get("TINYNORM_NO_CUDA_MEMORY_CACHING", "0") in ("", "0")
+    return BlockCache(_driver_allocate, _driver_flush, keep_free_blocks=keep)
+
+
+def lend(cache: BlockCache, nbytes: int, context: Any = None) -> Any:
+    """A Numba memory pointer to a block of ``cache`` that goes back to it when no array uses it.
+
+    The ``AutoFreePointer`` starts with no references; each device array or view holds one through
+    the ``OwnedPointer`` it gets, and Numba calls the finalizer when the last one is gone.
+    """
+    from numba.cuda.cudadrv.driver import AutoFreePointer
+
+    block, size = cache.take(nbytes)
+    key = next(_LENT_KEYS)
+    finalizer = functools.partial(_return_block, cache, block, size, key)
+    # Kept alive here until its count drops to zero, as Numba keeps its own allocations.
+    _LENT[key] = AutoFreePointer(context, block.device_pointer, nbytes, finalizer=finalizer)
+    return _LENT[key].own()
+
+
+_LENT: dict[int, Any] = {}
+_LENT_KEYS = itertools.count()
+
+
+def _return_block(cache: BlockCache, block: Any, size: int, key: int) -> None:
+    del _LENT[key]
+    cache.give_back(block, size)
+
+
+def empty(shape: Any, dtype: Any) -> Any:
+    """A new uninitialised C-contiguous device array, its memory from the cache."""
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if config.ENABLE_CUDASIM or nbytes == 0:
+        return cuda.device_array(shape, dtype=dtype)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    strides, step = [], dtype.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    pointer = lend(block_cache(), nbytes, cuda.current_context())
+    return DeviceNDArray(shape, tuple(reversed(strides)), dtype, gpu_data=pointer)
+
+
+def to_device(array: np.ndarray) -> Any:
+    """A device copy of the host ``array`` (small flags and tables), its memory from the cache."""
+    array = np.ascontiguousarray(array)
+    if config.ENABLE_CUDASIM or array.size == 0:
+        return cuda.to_device(array)
+    device_array = empty(array.shape, array.dtype)
+    device_array.copy_to_device(array)
+    return device_array
