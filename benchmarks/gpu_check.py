@@ -11,6 +11,8 @@ Run from the repository root on a machine with a GPU, numba-cuda and a CUDA buil
 2. The low-overhead launch (``tinynorm.kernels.cuda.launch``) against Numba's dispatcher: bitwise
    identical results for every norm forward and backward on small inputs, plans really made (no silent
    fallback), and the host time of a small call through each path (target: <= 10 us).
+   Then the caching allocator (``tinynorm.kernels.cuda.memory``): repeated calls take no new block from
+   the driver and give back all they used.
 3. Speed against ``torch.nn.functional`` on the same GPU and the same tensors: milliseconds per call
    (back-to-back calls, one final synchronize: Python launch overhead included, as a user pays it),
    GB/s of the minimum traffic (forward: x read, y written; backward: x, dy read, dx written) and its
@@ -42,7 +44,7 @@ from tinynorm.kernels.cpu import batch_norm as cpu_bn
 from tinynorm.kernels.cpu import group_norm as cpu_gn
 from tinynorm.kernels.cpu import layer_norm as cpu_ln
 from tinynorm.kernels.cpu import rms_norm as cpu_rms
-from tinynorm.kernels.cuda import launch
+from tinynorm.kernels.cuda import launch, memory
 
 EPS = 1e-5
 TOLERANCE = {np.float32: 1e-4, np.float16: 4e-3}  # max error / max |reference|
@@ -223,6 +225,31 @@ def check_launch_paths(results: list, rng, timing: bool) -> dict:
     return report
 
 
+def check_allocator(results: list, rng) -> dict:
+    """The caching allocator on real memory: after a first round, repeating every norm call asks the
+    driver for no new block, and dropping the results gives their memory back (no leak)."""
+    import gc
+
+    cache = memory.block_cache()
+    run = _small_norms(rng)
+    run()
+    gc.collect()
+    in_use, driver_allocations = cache.allocated_bytes, cache.driver_allocations
+    for _ in range(3):
+        outputs = run()
+    del outputs
+    gc.collect()
+    cuda.synchronize()
+    report = {"new driver allocations in 3 rounds": cache.driver_allocations - driver_allocations,
+              "bytes still in use after the rounds": cache.allocated_bytes - in_use,
+              "reserved MiB": cache.reserved_bytes / 2**20}
+    ok = report["new driver allocations in 3 rounds"] == 0 and report["bytes still in use after the rounds"] == 0
+    results.append({"case": "caching allocator reuses blocks", "dtype": "float32", "max_error": 0.0, "errors": {},
+                    "deterministic": True, "ok": ok, **report})
+    print(f"{'ok  ' if ok else 'FAIL'} caching allocator: {report}", flush=True)
+    return report
+
+
 def _seconds_per_call(fn: Callable[[], object], synchronize: Callable[[], None], min_time: float = 0.05) -> float:
     """Median over 5 samples of back-to-back calls (at least ``min_time`` each, one synchronize at the end)."""
     fn()
@@ -375,6 +402,8 @@ def main() -> int:
     check_batch_norm(results, rng, SMOKE["bn"] if args.smoke else BN_SHAPES, dtypes)
     check_group_norm(results, rng, SMOKE["gn"] if args.smoke else GN_SHAPES, dtypes)
     payload: dict = {"launch": check_launch_paths(results, rng, timing=not args.smoke)}
+    if not args.smoke:  # the simulator's device arrays are numpy arrays: nothing is cached there
+        payload["allocator"] = check_allocator(results, rng)
     payload.update(checks=results, check_seconds=time.perf_counter() - start)
     if not args.smoke:
         import torch

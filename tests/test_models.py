@@ -211,3 +211,17 @@ def test_tiny_transformer_overfits_short_text() -> None:
         loss.backward()
         optimizer.step()
     assert first > 2.5 and loss.item() < 0.3, (first, loss.item())
+
+
+def test_tiny_transformer_gradients_including_the_position_table() -> None:
+    """Every parameter's gradient by finite differences (float64, random upstream gradient), with fewer
+    tokens than ``block_size``: the position rows past T take no gradient, those before T take what an
+    ``arange(T)`` lookup would give (the forward slices the table)."""
+    tn.manual_seed(0)
+    model = TinyTransformerLM(vocab=7, d_model=8, n_heads=2, n_layers=1, block_size=6).double()
+    ids = tn.tensor(np.random.default_rng(1).integers(0, 7, size=(2, 4)))
+    assert gradcheck(lambda *ps: model(ids), tuple(params_of(model)))
+    model.zero_grad()
+    model(ids).backward(tn.randn(2, 4, 7, dtype=tn.float64))
+    position_grad = model.position_embedding.weight.grad.numpy()
+    assert np.all(position_grad[4:] == 0) and np.all(np.abs(position_grad[:4]).sum(axis=1) > 0)

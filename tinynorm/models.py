@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import nn
-from .creation import arange
 from .nn import init
 from .nn.blocks import ConvBlock, MLPBlock, TransformerBlock, channel_norm, feature_norm
 from .nn.residual import Residual, check_placement
@@ -98,8 +97,9 @@ class TinyTransformerLM(nn.Module):
         ids_data = ids.data if isinstance(ids, Tensor) else np.asarray(ids)
         if ids_data.ndim != 2 or ids_data.shape[1] > self.block_size:
             raise ValueError(f"TinyTransformerLM: expected ids (B, T) with T <= {self.block_size}, got shape {tuple(ids_data.shape)}")
-        positions = arange(ids_data.shape[1], device=self.position_embedding.weight.device)
-        h = self.token_embedding(ids) + self.position_embedding(positions)
+        # Positions 0..T-1 select the table's first T rows: a slice, the same values and gradients as
+        # looking up arange(T), without index arrays (whose range checks make a GPU wait).
+        h = self.token_embedding(ids) + self.position_embedding.weight[:ids_data.shape[1]]
         for block in self.blocks:
             h = block(h)
         return self.head(self.final_norm(h))

@@ -269,9 +269,8 @@ def test_scatter_of_an_empty_index_changes_nothing():
     np.testing.assert_array_equal(host(got), np.zeros((3, 2), np.float32))
 
 
-def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
-    """No round trip of the positions through the host: the only read back per call is the one-element
-    out-of-range flag (Embedding's backward and the losses' setitem run every training step)."""
+def _count_reads(monkeypatch) -> list:
+    """Record the size of every device-to-host copy from now on (each one makes the host wait)."""
     reads = []
     device_array_type = type(cuda.device_array(1))
     copy_to_host = device_array_type.copy_to_host
@@ -281,6 +280,13 @@ def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
         return copy_to_host(self, *args, **kwargs)
 
     monkeypatch.setattr(device_array_type, "copy_to_host", counting_copy_to_host)
+    return reads
+
+
+def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
+    """No round trip of the positions through the host: the only read back per call is the one-element
+    out-of-range flag (Embedding's backward and the losses' setitem run every training step)."""
+    reads = _count_reads(monkeypatch)
     ids, rows = device(np.array([[1, 4, 1], [1, 0, 4]])), device(np.arange(3))
     grad = indexing.index_add((5, 6), ids, device(np.ones((2, 3, 6), np.float32)))
     assert reads == [1]
@@ -297,3 +303,50 @@ def test_nonzero_over_several_chunks(shape):
     mask = np.random.default_rng(4).random(shape) < 0.3
     coords = kernels.nonzero(cuda.to_device(mask.ravel()), shape).copy_to_host()
     np.testing.assert_array_equal(coords, np.stack(np.nonzero(mask)))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+@pytest.mark.parametrize("mode", ["raise", "clip"])
+def test_take_matches_numpy(axis, mode):
+    a = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    indices = np.array([[2, 0], [-1, 1]])  # -1: the last entry for 'raise', clipped to 0 for 'clip'
+    expected = np.take(a, indices, axis=axis, mode=mode)
+    for source in (device(a), transposed(a)):
+        got = indexing.take(source, device(indices), axis=axis, mode=mode)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(host(got), expected)
+    np.testing.assert_array_equal(host(indexing.take(device(a), [5, -7], axis=axis, mode="clip")),
+                                  np.take(a, [5, -7], axis=axis, mode="clip"))
+
+
+def test_take_checks_only_in_raise_mode(monkeypatch):
+    a = device(np.arange(6, dtype=np.float32).reshape(3, 2))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        indexing.take(a, device(np.array([0, 3])), axis=0)
+    with pytest.raises(ValueError, match="mode must be 'raise' or 'clip' on the CUDA device, got 'wrap'"):
+        indexing.take(a, device(np.array([0])), axis=0, mode="wrap")
+    with pytest.raises(TypeError, match="indices must be integers, got dtype float32"):
+        indexing.take(a, device(np.array([0.0], np.float32)), axis=0)
+    reads = _count_reads(monkeypatch)
+    indexing.take(a, device(np.array([2, 0])), axis=0, mode="clip")
+    assert reads == []  # clipping needs no check: the host never waits
+    indexing.take(a, device(np.array([2, 0])), axis=0)
+    assert reads == [1]  # the out-of-range flag
+
+
+def test_checked_index_add_and_take_along_axis_read_nothing_back(monkeypatch):
+    """``checked=True`` (the indices were checked before: a gradient, a loss's targets) gives the same
+    values as the checking call, without its read back."""
+    ids = device(np.array([[1, 4, 1], [1, 0, 4]]))
+    values = device(np.random.default_rng(5).standard_normal((2, 3, 6)).astype(np.float32))
+    logp = np.random.default_rng(6).standard_normal((4, 5)).astype(np.float32)
+    targets = device(np.array([[4], [0], [2], [2]]))
+    expected_grad = host(indexing.index_add((5, 6), ids, values))
+    expected_picked = host(indexing.take_along_axis(device(logp), targets, 1))
+    reads = _count_reads(monkeypatch)
+    grad = indexing.index_add((5, 6), ids, values, checked=True)
+    picked = indexing.take_along_axis(device(logp), targets, 1, checked=True)
+    assert reads == []
+    monkeypatch.undo()
+    np.testing.assert_array_equal(host(grad), expected_grad)
+    np.testing.assert_array_equal(host(picked), expected_picked)

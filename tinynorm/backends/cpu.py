@@ -44,7 +44,7 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     square,
     stack,
     swapaxes,
-    take_along_axis,
+    take,
     tanh,
     transpose,
     where,
@@ -131,10 +131,18 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad.reshape(shape)
 
 
-def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndarray:
+def take_along_axis(arr: np.ndarray, indices: np.ndarray, axis: int, checked: bool = False) -> np.ndarray:
+    """numpy's ``take_along_axis``; ``checked`` (indices known to be in range) matters only on the CUDA
+    device, where checking them makes the host wait for the GPU."""
+    return np.take_along_axis(arr, indices, axis)
+
+
+def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray, checked: bool = False) -> np.ndarray:
     """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up).
 
-    The adjoint of ``x[index]``: the gradient of an indexing op.
+    The adjoint of ``x[index]``: the gradient of an indexing op. ``checked`` (indices known to be in
+    range) matters only on the CUDA device, where checking them makes the host wait for the GPU; numpy
+    checks for free.
     """
     out = np.zeros(shape, dtype=values.dtype)
     if _is_basic_index(index):

@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import creation
-from ..ops import getitem
-from ..ops.shape import check_indices
+from ..ops.shape import check_indices, take_rows
 from ..tensor import Tensor, on_device
 from . import init
 from .module import Module, Parameter
@@ -40,4 +39,4 @@ def embedding(ids: Any, weight: Tensor) -> Tensor:
     if ids.dtype.kind not in "iu":
         raise TypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
     check_indices(weight._backend, ids.data, weight.shape[0], "embedding", "ids")
-    return getitem(weight, ids)
+    return take_rows(weight, ids)

@@ -43,7 +43,7 @@ class MaxPool2d(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (argmax,) = ctx.saved_tensors
-        return ctx.xp.max_pool2d_backward(grad, argmax, ctx.x_shape)
+        return ctx.xp.max_pool2d_backward(grad, argmax, ctx.x_shape, checked=True)  # the forward's own argmax
 
 
 class AvgPool2d(Function):

@@ -58,7 +58,8 @@ class CrossEntropy(Function):
         logp = log_softmax_array(xp, logits, 1)
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1).reshape(n)
+        # cross_entropy checked the targets: no second check (on CUDA, a second wait for the GPU).
+        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1, checked=True).reshape(n)
         losses = -(1 - smoothing) * picked
         if smoothing:
             losses = losses - (smoothing / classes) * xp.sum(logp, axis=1)
@@ -88,7 +89,8 @@ class NllLoss(Function):
         n = logp.shape[0]
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        losses = xp.where(valid, -xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1).reshape(n), 0)
+        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1, checked=True)  # checked by nll_loss
+        losses = xp.where(valid, -picked.reshape(n), 0)
         count = _count(xp, valid, losses.dtype)
         ctx.save_for_backward(safe_target, valid, count)
         ctx.shape, ctx.reduction = logp.shape, reduction

@@ -50,7 +50,9 @@ def kernel_data(xp: Any, x: Any) -> Any:
 
 def _flat(param: Any, dtype: Any) -> Any:
     """An affine parameter as the kernels take it: 1-D, in the statistics dtype (None stays None)."""
-    return None if param is None else cast(param.reshape(-1), dtype)
+    if param is None:
+        return None
+    return cast(param if param.ndim == 1 else param.reshape(-1), dtype)
 
 
 class LayerNorm(Function):

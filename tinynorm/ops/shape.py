@@ -75,7 +75,22 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
-        return ctx.xp.index_add(ctx.shape, ctx.index, grad)
+        # The forward read x[index], so every index is in range: no need to check (and on CUDA wait) again.
+        return ctx.xp.index_add(ctx.shape, ctx.index, grad, checked=True)
+
+
+class TakeRows(Function):
+    """``x[indices]`` along dim 0 for integer indices already checked to lie in ``[0, len(x))``
+    (embedding lookups): unlike ``x[indices]``, nothing is read back from the device to check them."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, indices: Any) -> Any:
+        ctx.shape, ctx.indices = x.shape, indices
+        return ctx.xp.take(x, indices, axis=0, mode="clip")  # clipping leaves checked indices unchanged
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        return ctx.xp.index_add(ctx.shape, ctx.indices, grad, checked=True), None
 
 
 class Cat(Function):
@@ -205,6 +220,12 @@ def _raw_index_item(item: Any, x: Tensor) -> Any:
     if isinstance(item, list) or (getattr(item, "ndim", 0) and not isinstance(item, x._backend.ndarray)):
         return tensor(item, device=x.device).data
     return item
+
+
+def take_rows(x: Tensor, indices: Tensor) -> Tensor:
+    """``x[indices]`` along dim 0 for integer ``indices`` on ``x``'s device that the caller has checked
+    with :func:`check_indices` (an unchecked index would be clipped into range, not reported)."""
+    return TakeRows.apply(x, indices)
 
 
 def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indices",

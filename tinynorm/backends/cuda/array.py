@@ -14,6 +14,7 @@ copies to the host are explicit (``to_numpy``), as in PyTorch.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -25,6 +26,7 @@ from ...kernels.cuda.strided import copy_strided
 Shape = tuple[int, ...]
 
 
+@functools.lru_cache(maxsize=4096)  # a training step meets the same few shapes again and again
 def contiguous_strides(shape: Shape) -> Shape:
     """The element strides of a C-contiguous array of ``shape``."""
     strides, step = [], 1
@@ -69,10 +71,10 @@ class CudaArray:
 
     def __init__(self, storage: Any, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
         self.storage = storage
-        self.shape = tuple(int(n) for n in shape)
-        self.strides = contiguous_strides(self.shape) if strides is None else tuple(int(s) for s in strides)
+        self.shape = tuple(map(int, shape))
+        self.strides = contiguous_strides(self.shape) if strides is None else tuple(map(int, strides))
         self.offset = int(offset)
-        self.dtype = np.dtype(storage.dtype)
+        self.dtype = storage.dtype  # a numpy dtype: Numba's device arrays (and the simulator's) keep one
 
     # --------------------------------------------------------------------------- construction
     @classmethod
@@ -86,7 +88,8 @@ class CudaArray:
         """A C-contiguous Numba device array (a kernel's result) as a CudaArray, sharing its memory."""
         if not device_array.is_c_contiguous():
             raise ValueError(f"wrap: expected a C-contiguous device array, got strides {device_array.strides}")
-        return cls(device_array.reshape(device_array.size), device_array.shape)
+        flat = device_array if device_array.ndim == 1 else device_array.reshape(device_array.size)
+        return cls(flat, device_array.shape)
 
     # ------------------------------------------------------------------------------ attributes
     @property
@@ -112,6 +115,8 @@ class CudaArray:
 
     def is_contiguous(self) -> bool:
         """C-contiguous: the elements lie in C order, back to back (size-1 dims may have any stride)."""
+        if self.strides == contiguous_strides(self.shape):  # the usual case, without the loop
+            return True
         step = 1
         for n, s in zip(reversed(self.shape), reversed(self.strides)):
             if n != 1 and s != step:
@@ -132,8 +137,11 @@ class CudaArray:
         """A C-contiguous Numba device array with these values, to hand to a kernel (a view when
         this array is contiguous already, else a copy)."""
         array = self.contiguous()
-        flat = array.storage[array.offset:array.offset + array.size]
-        return flat.reshape(array.shape)
+        # Each Numba view made here costs microseconds of host time: skip the ones that change nothing.
+        flat = array.storage
+        if array.offset or array.size != flat.size:
+            flat = flat[array.offset:array.offset + array.size]
+        return flat if array.ndim == 1 else flat.reshape(array.shape)
 
     def flat_storage(self) -> Any:
         """The storage from this view's offset on, for kernels that index with ``strided_offset``

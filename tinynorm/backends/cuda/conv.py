@@ -63,9 +63,11 @@ def max_pool2d_forward(x: CudaArray, kernel_size: IntPair, stride: IntPair | Non
     return CudaArray.wrap(y), CudaArray.wrap(argmax)
 
 
-def max_pool2d_backward(dy: CudaArray, argmax: CudaArray, x_shape: Shape4) -> CudaArray:
-    """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input."""
-    return CudaArray.wrap(pool_kernels.max_pool2d_backward(_numba("dy", dy), _numba("argmax", argmax), x_shape))
+def max_pool2d_backward(dy: CudaArray, argmax: CudaArray, x_shape: Shape4, checked: bool = False) -> CudaArray:
+    """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input
+    (``checked``: ``argmax`` is the forward's own, so reading back its range check is skipped)."""
+    return CudaArray.wrap(pool_kernels.max_pool2d_backward(_numba("dy", dy), _numba("argmax", argmax), x_shape,
+                                                           checked))
 
 
 def avg_pool2d_forward(x: CudaArray, kernel_size: IntPair, stride: IntPair | None = None,

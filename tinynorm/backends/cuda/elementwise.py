@@ -13,6 +13,7 @@ explicitly with ``from_numpy``/``asarray``.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +62,8 @@ def apply(op: Callable, operands: list[Operand], result: np.dtype, computes: lis
     cast to ``computes[k]`` before ``op`` sees it. ValueError when the shapes do not broadcast."""
     arrays = [o for o in operands if isinstance(o, CudaArray)]
     shapes = [a.shape for a in arrays] + ([out.shape] if out is not None else [])
-    target = np.broadcast_shapes(*shapes)
+    same = shapes and all(s == shapes[0] for s in shapes)  # the usual case, without numpy's general rule
+    target = shapes[0] if same else np.broadcast_shapes(*shapes)
     if out is None:
         out = CudaArray.empty(target, result)
     else:
@@ -75,8 +77,14 @@ def apply(op: Callable, operands: list[Operand], result: np.dtype, computes: lis
                             f"{out.dtype} with casting rule {casting!r}")
     arguments = [_argument(o, target, out, np.dtype(c)) for o, c in zip(operands, computes)]
     kernels.map_strided(op, out.storage, out.offset, out.strides, out.shape, arguments,
-                        [from_dtype(np.dtype(c)) for c in computes])
+                        [_numba_type(c) for c in computes])
     return out
+
+
+@functools.cache
+def _numba_type(dtype: Any) -> Any:
+    """Numba's scalar type for a numpy dtype (cached: it is asked for at every elementwise op)."""
+    return from_dtype(np.dtype(dtype))
 
 
 def _argument(value: Operand, target: tuple, out: CudaArray, compute: np.dtype) -> Any:

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ...kernels.cuda import indexing as kernels
 from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided
 from .array import CudaArray
 
-__all__ = ["getitem", "index_add", "setitem", "take_along_axis"]
+__all__ = ["getitem", "index_add", "setitem", "take", "take_along_axis"]
 
 Shape = tuple[int, ...]
 
@@ -108,9 +109,10 @@ def _kernel_view(shape: Shape, strides: Shape) -> tuple[Shape, Shape]:
     return (shape, strides) if shape else ((1,), (0,))
 
 
-def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Any, int, Shape]:
-    """Storage offsets and keys (:func:`kernels.flat_positions`) of the broadcast index ``arrays``
-    ((index, axis, size, stride) each), the number of possible keys, and the arrays' broadcast shape."""
+def _positions(arrays: list[tuple[CudaArray, int, int, int]], mode: str) -> tuple[Any, Any, int, Shape]:
+    """Storage offsets and keys (:func:`kernels.flat_positions`, checked or clipped by ``mode``) of the
+    broadcast index ``arrays`` ((index, axis, size, stride) each), the number of possible keys, and the
+    arrays' broadcast shape."""
     shapes = [index.shape for index, *_ in arrays]
     try:
         index_shape = np.broadcast_shapes(*shapes)
@@ -123,12 +125,13 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]]) -> tuple[Any, Any,
         shape, strides = _kernel_view(index_shape, _broadcast_strides(index, index_shape))
         copy_strided(stacked[k], index.storage, index.offset, strides, shape)  # also casts to int64
     axes, sizes, strides = (tuple(column) for column in zip(*(entry[1:] for entry in arrays)))
-    positions, keys = kernels.flat_positions(stacked, sizes, strides, axes)
+    positions, keys = kernels.flat_positions(stacked, sizes, strides, axes, mode)
     return positions, keys, math.prod(sizes), index_shape
 
 
-def _resolve(a: CudaArray, index: Any) -> _Layout:
-    """Resolve ``index`` against ``a``'s layout (numpy's rules; see the module docstring)."""
+def _resolve(a: CudaArray, index: Any, mode: str = "raise") -> _Layout:
+    """Resolve ``index`` against ``a``'s layout (numpy's rules; see the module docstring). Index
+    arrays are checked (``mode='raise'``) or clipped into range (``'clip'``)."""
     items = [_classify(item) for item in (index if isinstance(index, tuple) else (index,))]
     used = sum(_dims_used(item) for item in items)
     if used > a.ndim:
@@ -175,18 +178,35 @@ def _resolve(a: CudaArray, index: Any) -> _Layout:
                        zero, zero, 1, ())
     if advanced != list(range(advanced[0], advanced[-1] + 1)):  # not adjacent: the index dims go first
         axis = 0
-    positions, keys, key_count, index_shape = _positions(arrays)
+    positions, keys, key_count, index_shape = _positions(arrays, mode)
     dims.insert(axis, (math.prod(index_shape), 0))
     return _Layout(base, tuple(n for n, _ in dims), tuple(s for _, s in dims), axis, positions, keys, key_count,
                    index_shape)
 
 
-def getitem(a: CudaArray, index: Any) -> CudaArray:
-    """``a[index]`` with numpy's semantics, as a new C-contiguous array (also for basic indices)."""
-    layout = _resolve(a, index)
+def getitem(a: CudaArray, index: Any, mode: str = "raise") -> CudaArray:
+    """``a[index]`` with numpy's semantics, as a new C-contiguous array (also for basic indices); index
+    arrays checked (``mode='raise'``) or clipped into range (``'clip'``)."""
+    layout = _resolve(a, index, mode)
     out = CudaArray.empty(layout.result_shape, a.dtype)
     kernels.gather(out.storage, a.storage, layout.base, layout.shape, layout.strides, layout.axis, layout.positions)
     return out
+
+
+def take(a: CudaArray, indices: Any, axis: int | None = None, mode: str = "raise") -> CudaArray:
+    """numpy's ``take``: the entries of ``a`` (flattened when ``axis`` is None) at ``indices`` along
+    ``axis``. ``mode='raise'`` checks the indices (negative ones count from the end), reading one flag
+    back from the device; ``'clip'`` clips them into range and reads nothing back, so the host does not
+    wait for the GPU (an embedding lookup on ids checked beforehand). numpy's ``'wrap'`` is not supported."""
+    if mode not in ("raise", "clip"):
+        raise ValueError(f"take: mode must be 'raise' or 'clip' on the CUDA device, got {mode!r}")
+    indices = indices if isinstance(indices, CudaArray) else _device_index(indices)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"take: indices must be integers, got dtype {indices.dtype}")
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis = normalize_axis_index(axis, a.ndim)
+    return getitem(a, (slice(None),) * axis + (indices,), mode)
 
 
 def _as_values(value: Any, shape: Shape, dtype: np.dtype) -> CudaArray:
@@ -235,23 +255,28 @@ def _copy(a: CudaArray) -> CudaArray:
     return out
 
 
-def index_add(shape: Shape, index: Any, values: CudaArray) -> CudaArray:
+def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False) -> CudaArray:
     """Zeros of ``shape`` (``values``' dtype) with ``values`` added at ``index``; repeated indices add up,
-    in index order (deterministic). The adjoint of ``x[index]``: the gradient of an indexing op."""
+    in index order (deterministic). The adjoint of ``x[index]``: the gradient of an indexing op.
+
+    ``checked=True`` promises that every index is in range (it already read an array of ``shape``, in
+    the forward pass): the range check, and its wait for the GPU, are skipped.
+    """
     if not isinstance(values, CudaArray):
         raise TypeError(f"index_add: values must be a CudaArray, got {type(values).__name__}")
     out = CudaArray.empty(shape, values.dtype)
     kernels.fill(out.storage, 0)
-    layout = _resolve(out, index)
+    layout = _resolve(out, index, "clip" if checked else "raise")
     _scatter(out, layout, _as_values(values, layout.result_shape, values.dtype), accumulate=True)
     return out
 
 
-def take_along_axis(a: CudaArray, indices: CudaArray, axis: int) -> CudaArray:
+def take_along_axis(a: CudaArray, indices: CudaArray, axis: int, checked: bool = False) -> CudaArray:
     """numpy's ``take_along_axis``: ``out[..., i, ...] = a[..., indices[..., i, ...], ...]`` along ``axis``.
 
     ``indices`` (integers, ``a.ndim`` dims) broadcasts against ``a`` in the other dims; negative
-    entries count from the end, out of range ones raise IndexError.
+    entries count from the end, out of range ones raise IndexError. ``checked=True`` promises they are
+    all in range (the caller checked them): no check, and no wait for the GPU.
     """
     if not isinstance(a, CudaArray) or not isinstance(indices, CudaArray):
         raise TypeError(f"take_along_axis: a and indices must be CudaArrays, got "
@@ -275,5 +300,6 @@ def take_along_axis(a: CudaArray, indices: CudaArray, axis: int) -> CudaArray:
     strides = strides[:axis] + (0,) + strides[axis + 1:]
     out = CudaArray.empty(shape, a.dtype)
     kernels.take_along(out.storage, a.storage, a.offset, strides, axis, a.shape[axis], a.strides[axis],
-                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape)
+                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape,
+                       "clip" if checked else "raise")
     return out

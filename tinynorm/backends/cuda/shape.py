@@ -24,6 +24,8 @@ Shape = tuple[int, ...]
 
 def as_shape(shape: Any, name: str = "shape") -> Shape:
     """An int or a sequence of ints (a shape, axes) as a tuple of ints; TypeError naming ``name`` otherwise."""
+    if type(shape) is tuple and all(type(n) is int for n in shape):  # the usual case, checked first: it is cheap
+        return shape
     try:
         return (operator.index(shape),)
     except TypeError:
@@ -37,17 +39,23 @@ def as_shape(shape: Any, name: str = "shape") -> Shape:
 def reshape(a: CudaArray, shape: Any) -> CudaArray:
     """``a`` with ``shape`` (one entry may be -1): a view when ``a`` is contiguous, else a copy."""
     shape = as_shape(shape)
-    unknown = [d for d, n in enumerate(shape) if n == -1]
-    known = math.prod(n for n in shape if n != -1)
-    bad = len(unknown) > 1 or any(n < -1 for n in shape)
-    if not bad and unknown:
-        bad = known == 0 or a.size % known != 0
-        if not bad:
-            shape = shape[:unknown[0]] + (a.size // known,) + shape[unknown[0] + 1:]
-    if bad or math.prod(shape) != a.size:
+    if shape == a.shape:  # views never change, so the array itself serves
+        return a
+    if -1 in shape:
+        shape = _fill_unknown(shape, a.size)
+    if math.prod(shape) != a.size or min(shape, default=0) < 0:
         raise ValueError(f"cannot reshape array of size {a.size} into shape {shape}")
     source = a.contiguous()
     return CudaArray(source.storage, shape, None, source.offset)
+
+
+def _fill_unknown(shape: Shape, size: int) -> Shape:
+    """``shape`` with its one -1 replaced by what makes ``size`` elements (numpy's rule)."""
+    unknown = shape.index(-1)
+    known = math.prod(n for n in shape if n != -1)
+    if shape.count(-1) > 1 or known <= 0 or size % known:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+    return shape[:unknown] + (size // known,) + shape[unknown + 1:]
 
 
 def transpose(a: CudaArray, axes: Sequence[int] | None = None) -> CudaArray:
@@ -96,6 +104,8 @@ def broadcast_to(a: CudaArray, shape: Any) -> CudaArray:
     """The read-only-in-spirit view of ``a`` repeated to ``shape``: stretched and new leading axes get
     stride 0 (nothing is copied). ValueError when ``a``'s shape does not broadcast to ``shape``."""
     shape = as_shape(shape)
+    if shape == a.shape:
+        return a
     extra = len(shape) - a.ndim
     if extra < 0 or any(n != m and n != 1 for n, m in zip(a.shape, shape[extra:])) or any(n < 0 for n in shape):
         raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape} (each dimension "

@@ -160,8 +160,13 @@ def max_pool2d_forward(
     return y, argmax
 
 
-def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, int, int, int]) -> np.ndarray:
-    """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input."""
+def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, int, int, int],
+                        checked: bool = False) -> np.ndarray:
+    """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input.
+
+    ``checked`` (``argmax`` is max_pool2d_forward's own) lets the CUDA kernel skip its range check and
+    the wait for the GPU that reading the result costs; here the check is cheap and always made.
+    """
     x_shape = _check_shape(x_shape, "x_shape")
     if not isinstance(argmax, np.ndarray) or argmax.ndim != 4 or argmax.shape[:2] != x_shape[:2]:
         raise ValueError(f"argmax must be an (N, C, OH, OW) array matching x_shape {x_shape}")

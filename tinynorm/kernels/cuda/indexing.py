@@ -34,15 +34,18 @@ SORT_TILE = THREADS  # most entries per block in a sort pass (one per thread)
 
 
 @jit
-def _positions_kernel(indices, sizes, strides, positions, keys, bad):
+def _positions_kernel(indices, sizes, strides, positions, keys, bad, clip):
     """``positions[j] = sum_k wrap(indices[k, j]) * strides[k]``, ``keys[j]`` the C-order rank of the
-    wrapped index tuple in ``sizes``; ``bad[0] = 1`` if an index is out of range."""
+    wrapped index tuple in ``sizes``; ``bad[0] = 1`` if an index is out of range. With ``clip``, each
+    index is clipped into ``[0, size)`` instead (numpy's ``mode='clip'``: negatives become 0)."""
     for j in range(cuda.grid(1), indices.shape[1], cuda.gridsize(1)):
         position = 0
         key = 0
         for k in range(indices.shape[0]):
             i = indices[k, j]
-            if i < 0:
+            if clip:
+                i = min(max(i, 0), sizes[k] - 1)
+            elif i < 0:
                 i += sizes[k]
             if i < 0 or i >= sizes[k]:
                 bad[0] = 1  # every offender stores the same value: no race on the result
@@ -177,12 +180,15 @@ def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order)
 
 @jit
 def _take_along_kernel(out, source, offset, strides, axis_stride, axis_size,
-                       indices, indices_offset, indices_strides, shape, bad):
+                       indices, indices_offset, indices_strides, shape, bad, clip):
     """``out[i] = source[offset + layout offset of i + wrap(index) * axis_stride]``, ``index`` the entry of
-    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``)."""
+    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``); with
+    ``clip``, the index clipped into ``[0, axis_size)`` instead of wrapped and checked."""
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         k = indices[strided_offset(i, indices_offset, indices_strides, shape)]
-        if k < 0:
+        if clip:
+            k = min(max(k, 0), axis_size - 1)
+        elif k < 0:
             k += axis_size
         if k < 0 or k >= axis_size:
             bad[0] = 1
@@ -236,20 +242,24 @@ def _raise_out_of_range(indices: np.ndarray, sizes: tuple, axes: tuple) -> None:
             raise IndexError(f"index {wrong[0]} is out of bounds for axis {axis} with size {size}")
 
 
-def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple) -> tuple:
+def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str = "raise") -> tuple:
     """``(positions, keys)`` of the entries of ``indices`` (K, n), as int64 device arrays: the storage
     offsets ``sum_k wrap(indices[k]) * strides[k]``, and the C-order ranks of the wrapped index tuples
     among ``sizes`` (in ``[0, prod(sizes))``: what :func:`scatter` sorts by).
 
-    ``indices[k]`` indexes an axis of length ``sizes[k]`` (numbered ``axes[k]`` in error messages);
-    negative indices count from the end. Raises IndexError when an index is out of range: the one
-    value read back from the device (a flag; the indices themselves only when it is set).
+    ``indices[k]`` indexes an axis of length ``sizes[k]`` (numbered ``axes[k]`` in error messages).
+    ``mode='raise'``: negative indices count from the end, and an index out of range raises IndexError,
+    which costs one value read back from the device (a flag; the indices themselves only when it is
+    set), so the host waits for the GPU. ``mode='clip'`` clips each index into range and reads nothing
+    back: for indices the caller has checked already.
     """
+    if mode not in ("raise", "clip"):
+        raise ValueError(f"flat_positions: mode must be 'raise' or 'clip', got {mode!r}")
     positions = memory.empty(indices.shape[1], INDEX_DTYPE)
     keys = memory.empty(indices.shape[1], INDEX_DTYPE)
     bad = memory.to_device(np.zeros(1, np.int32))
-    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad)
-    if bad.copy_to_host()[0]:
+    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
+    if mode == "raise" and bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
     return positions, keys
 
@@ -308,13 +318,16 @@ def scatter(dest, base: int, shape: tuple, strides: tuple, axis: int, positions,
 
 
 def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: int, axis_stride: int,
-               indices, indices_offset: int, indices_strides: tuple, shape: tuple) -> None:
+               indices, indices_offset: int, indices_strides: tuple, shape: tuple, mode: str = "raise") -> None:
     """numpy's ``take_along_axis`` into the flat ``out`` of ``shape``, both operands as views broadcast to
-    ``shape`` (``strides`` with 0 on ``axis``); IndexError (after a flag read back) for an index out of range."""
+    ``shape`` (``strides`` with 0 on ``axis``). ``mode='raise'``: IndexError (after a flag read back) for
+    an index out of range; ``'clip'``: indices clipped into range, nothing read back (checked indices)."""
+    if mode not in ("raise", "clip"):
+        raise ValueError(f"take_along: mode must be 'raise' or 'clip', got {mode!r}")
     bad = memory.to_device(np.zeros(1, np.int32))
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
-            indices, indices_offset, indices_strides, shape, bad)
-    if bad.copy_to_host()[0]:
+            indices, indices_offset, indices_strides, shape, bad, mode == "clip")
+    if mode == "raise" and bad.copy_to_host()[0]:
         host = indices.copy_to_host()[indices_offset:]
         byte_strides = tuple(s * host.itemsize for s in indices_strides)
         selected = np.lib.stride_tricks.as_strided(host, shape, byte_strides).reshape(1, -1)

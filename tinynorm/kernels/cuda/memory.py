@@ -175,7 +175,7 @@ def _return_block(cache: BlockCache, block: Any, size: int, key: int) -> None:
 def empty(shape: Any, dtype: Any) -> Any:
     """A new uninitialised C-contiguous device array, its memory from the cache."""
     dtype = np.dtype(dtype)
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
     nbytes = math.prod(shape) * dtype.itemsize
     if config.ENABLE_CUDASIM or nbytes == 0:
         return cuda.device_array(shape, dtype=dtype)
