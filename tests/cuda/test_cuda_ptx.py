@@ -226,7 +226,7 @@ def _family_launch_cases():
         ("scatter", indexing._scatter_kernel, (P1, I64, t2, t2, i64, i64, i64, I64, P1, I64, t3, t3, BOOL)),
         ("nonzero", indexing._nonzero_kernel, (mask, i64, t3, _array(I64, 2))),
         ("exclusive scan", indexing._exclusive_scan_kernel, (i64,)),
-        ("fill uint8", indexing._fill_kernel, (u8, U8)),
+        ("fill uint8", strided._fill_kernel, (u8, U8)),
         ("SGD float16, no momentum", optim._sgd_kernel, (f16, f16, NONE, F16, NONE, F16, F16, BOOL, BOOL, BOOL)),
         ("AdamW float64, amsgrad", optim._adam_kernel, (f64,) * 5 + (F64_TYPE,) * 7 + (NONE, F64_TYPE, BOOL)),
         ("uniform float32", random._uniform_words_kernel, (P1, U64, U64, U64, F32)),

@@ -12,7 +12,7 @@ if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are 
 from numba import types
 from ptx_support import BOOL, F16, F32, F64, F64_TYPE, I64, array_type, tuple_type
 
-from tinynorm.kernels.cuda import indexing
+from tinynorm.kernels.cuda import indexing, strided
 
 DTYPES = [F16, F32, F64_TYPE, I64, BOOL]
 INDEX = array_type(I64, 1)
@@ -27,7 +27,7 @@ def _cases(dtype, ndim):
          (data, I64, shape, shape, INDEX, INDEX, INDEX, I64, data, I64, shape, shape, BOOL)),
         ("take_along", indexing._take_along_kernel,
          (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape, FLAG, BOOL)),
-        ("fill", indexing._fill_kernel, (data, dtype)),
+        ("fill", strided._fill_kernel, (data, dtype)),
     ]
 
 

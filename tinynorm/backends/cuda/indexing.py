@@ -24,7 +24,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ...kernels.cuda import indexing as kernels
 from ...kernels.cuda import memory
-from ...kernels.cuda.strided import copy_strided
+from ...kernels.cuda.strided import copy_strided, fill, zeros
 from .array import CudaArray
 
 __all__ = ["getitem", "index_add", "setitem", "take", "take_along_axis"]
@@ -173,7 +173,7 @@ def _resolve(a: CudaArray, index: Any, mode: str = "raise") -> _Layout:
                 axis = len(dims) if axis is None else axis
     dims += list(zip(a.shape[dim:], a.strides[dim:]))
     if not arrays:  # ints and slices only: one "entry" at offset 0, key 0
-        zero = memory.to_device(np.zeros(1, kernels.INDEX_DTYPE))
+        zero = zeros(1, kernels.INDEX_DTYPE)
         return _Layout(base, tuple(n for n, _ in dims) + (1,), tuple(s for _, s in dims) + (0,), len(dims),
                        zero, zero, 1, ())
     if advanced != list(range(advanced[0], advanced[-1] + 1)):  # not adjacent: the index dims go first
@@ -265,7 +265,7 @@ def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False
     if not isinstance(values, CudaArray):
         raise TypeError(f"index_add: values must be a CudaArray, got {type(values).__name__}")
     out = CudaArray.empty(shape, values.dtype)
-    kernels.fill(out.storage, 0)
+    fill(out.storage, 0)
     layout = _resolve(out, index, "clip" if checked else "raise")
     _scatter(out, layout, _as_values(values, layout.result_shape, values.dtype), accumulate=True)
     return out

@@ -24,7 +24,7 @@ from numba import cuda, int32, int64
 
 from . import memory
 from .launch import jit, launch
-from .strided import THREADS, blocks_for, strided_offset, threads_for
+from .strided import THREADS, blocks_for, strided_offset, threads_for, zeros
 
 INDEX_DTYPE = np.dtype(np.int64)
 MASK_CHUNK = 64  # mask entries per thread in nonzero: the host reads back one count per chunk
@@ -222,12 +222,6 @@ def _nonzero_kernel(mask, starts, shape, coords):
                 column += 1
 
 
-@jit
-def _fill_kernel(out, value):
-    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        out[i] = value
-
-
 def _launch(kernel, size: int, *args) -> None:
     """Launch ``kernel`` with enough threads for ``size`` elements (none for 0)."""
     if size:
@@ -257,7 +251,7 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str
         raise ValueError(f"flat_positions: mode must be 'raise' or 'clip', got {mode!r}")
     positions = memory.empty(indices.shape[1], INDEX_DTYPE)
     keys = memory.empty(indices.shape[1], INDEX_DTYPE)
-    bad = memory.to_device(np.zeros(1, np.int32))
+    bad = zeros(1, np.int32)
     _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
@@ -324,7 +318,7 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
     an index out of range; ``'clip'``: indices clipped into range, nothing read back (checked indices)."""
     if mode not in ("raise", "clip"):
         raise ValueError(f"take_along: mode must be 'raise' or 'clip', got {mode!r}")
-    bad = memory.to_device(np.zeros(1, np.int32))
+    bad = zeros(1, np.int32)
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
             indices, indices_offset, indices_strides, shape, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:
@@ -350,8 +344,3 @@ def nonzero(mask, shape: tuple):
         starts = np.cumsum(counts) - counts
         _launch(_nonzero_kernel, chunks, mask, memory.to_device(starts), shape, coords)
     return coords
-
-
-def fill(out, value) -> None:
-    """Set every element of the flat ``out`` to ``value`` (converted to ``out``'s dtype first)."""
-    _launch(_fill_kernel, out.size, out, np.dtype(out.dtype).type(value))

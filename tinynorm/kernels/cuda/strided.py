@@ -9,14 +9,17 @@ position with :func:`strided_offset`. Everything else takes C-contiguous arrays,
 Shapes and strides travel as tuples of ints: Numba compiles one variant per number of dimensions.
 :func:`collapse_dims` merges the dimensions that all arrays of a launch step through evenly, so a
 contiguous (or uniformly strided) operation runs as a 1-d one: fewer divisions per element in
-:func:`strided_offset` and fewer compiled variants.
+:func:`strided_offset` and fewer compiled variants. :func:`fill` and :func:`zeros` set flat arrays on
+the device.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from numba import cuda
 
+from . import memory
 from .launch import jit, launch
 
 THREADS = 256
@@ -86,3 +89,25 @@ def copy_strided(out, source, offset: int, strides: tuple, shape: tuple) -> None
     if out.size:
         shape, (strides,) = collapse_dims(shape, [strides])
         launch(_copy_kernel, blocks_for(out.size), threads_for(out.size), (out, source, offset, strides, shape))
+
+
+@jit
+def _fill_kernel(out, value):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = value
+
+
+def fill(out, value) -> None:
+    """Set every element of the flat device array ``out`` to ``value`` (converted to its dtype first)."""
+    if out.size:
+        launch(_fill_kernel, blocks_for(out.size), THREADS, (out, np.dtype(out.dtype).type(value)))
+
+
+def zeros(size: int, dtype):
+    """A new 1-D device array of ``size`` zeros (flags, counters), filled by a kernel: copying zeros from
+    the host would make the host wait for the GPU ("for transfers from pageable host memory to device
+    memory, a stream sync is performed before the copy is initiated", CUDA Runtime API, API
+    synchronization behavior)."""
+    out = memory.empty(size, dtype)
+    fill(out, 0)
+    return out
