@@ -167,7 +167,7 @@ def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
 
     cache, _ = make_cache()
     monkeypatch.setattr(memory, "block_cache", lambda: cache)
-    monkeypatch.setattr(memory.cuda, "current_context", lambda: None)
+    monkeypatch.setattr(memory, "_context", lambda: None)
     array = memory.empty((3, 5), np.float32)
     assert array.shape == (3, 5) and array.dtype == np.float32 and array.strides == (20, 4)
     assert array.is_c_contiguous() and cache.allocated_bytes == 512
@@ -177,3 +177,60 @@ def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
     assert cache.allocated_bytes == 0
     again = memory.empty(7, np.int64)
     assert again.shape == (7,) and again.device_ctypes_pointer.value == address
+
+
+def _device_array(cache, shape, dtype):
+    """A Numba device array on a lent block, as ``memory.empty`` makes on a GPU."""
+    import numpy as np
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape))
+    strides = tuple(int(s) for s in np.empty(shape, dtype).strides)
+    return DeviceNDArray(shape, strides, dtype, gpu_data=memory.lend(cache, size * dtype.itemsize))
+
+
+@pytest.mark.parametrize("shape, offset, view_shape", [
+    ((2, 12), 12, (12,)),  # a row
+    ((24,), 4, (4, 5)),  # a slice, reshaped
+    ((3, 8), 0, (24,)),  # flattened
+])
+def test_view_is_what_numba_slicing_gives(shape, offset, view_shape):
+    """``memory.view`` builds the view Numba's ``a.reshape(-1)[start:stop].reshape(shape)`` would: the
+    same address, shape, strides and dtype (Numba's own indexing is called without its context check,
+    which needs a GPU)."""
+    import numpy as np
+
+    cache, _ = make_cache()
+    array = _device_array(cache, shape, np.float32)
+    got = memory.view(array, offset, view_shape)
+    size = int(np.prod(view_shape))
+    expected = array.reshape(array.size)._do_getitem(slice(offset, offset + size)).reshape(view_shape)
+    assert (got.shape, got.strides, got.dtype) == (expected.shape, expected.strides, expected.dtype)
+    assert got.device_ctypes_pointer.value == expected.device_ctypes_pointer.value
+    assert got.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * offset
+
+
+def test_view_returns_the_array_itself_when_nothing_changes_and_checks_bounds():
+    import numpy as np
+
+    cache, _ = make_cache()
+    array = _device_array(cache, (2, 3), np.float64)
+    assert memory.view(array, 0, (2, 3)) is array
+    with pytest.raises(ValueError, match=r"elements \[4, 8\) are outside an array of 6"):
+        memory.view(array, 4, (4,))
+
+
+def test_rows_keep_the_block_lent():
+    import numpy as np
+
+    cache, _ = make_cache()
+    array = _device_array(cache, (2, 100), np.float32)
+    first, second = memory.rows(array)
+    assert second.device_ctypes_pointer.value - first.device_ctypes_pointer.value == 400
+    del array, first
+    gc.collect()
+    assert cache.allocated_bytes == 1024  # the second row still reads the block
+    del second
+    gc.collect()
+    assert cache.allocated_bytes == 0

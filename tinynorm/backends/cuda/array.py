@@ -66,7 +66,7 @@ def _in_place(name: str) -> Any:
 class CudaArray:
     """An n-d view (``shape``, ``strides``, ``offset`` in elements) on a flat device ``storage``."""
 
-    __slots__ = ("dtype", "offset", "shape", "storage", "strides")
+    __slots__ = ("_kernel_view", "dtype", "offset", "shape", "storage", "strides")
     __array_ufunc__ = None  # numpy operators and ufuncs defer to this class (ndarray + CudaArray -> __radd__)
 
     def __init__(self, storage: Any, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
@@ -75,6 +75,7 @@ class CudaArray:
         self.strides = contiguous_strides(self.shape) if strides is None else tuple(map(int, strides))
         self.offset = int(offset)
         self.dtype = storage.dtype  # a numpy dtype: Numba's device arrays (and the simulator's) keep one
+        self._kernel_view = None  # as_numba's view, kept: a view never changes, and making one costs µs
 
     # --------------------------------------------------------------------------- construction
     @classmethod
@@ -88,8 +89,9 @@ class CudaArray:
         """A C-contiguous Numba device array (a kernel's result) as a CudaArray, sharing its memory."""
         if not device_array.is_c_contiguous():
             raise ValueError(f"wrap: expected a C-contiguous device array, got strides {device_array.strides}")
-        flat = device_array if device_array.ndim == 1 else device_array.reshape(device_array.size)
-        return cls(flat, device_array.shape)
+        array = cls(memory.view(device_array, 0, device_array.size), device_array.shape)
+        array._kernel_view = device_array  # what as_numba would make
+        return array
 
     # ------------------------------------------------------------------------------ attributes
     @property
@@ -133,20 +135,28 @@ class CudaArray:
         copy_strided(out.storage, self.storage, self.offset, self.strides, self.shape)
         return out
 
-    def as_numba(self) -> Any:
-        """A C-contiguous Numba device array with these values, to hand to a kernel (a view when
-        this array is contiguous already, else a copy)."""
+    def as_numba(self, shape: Shape | None = None) -> Any:
+        """A C-contiguous Numba device array with these values, in ``shape`` (of the same size) when
+        given, to hand to a kernel: a view when this array is contiguous, else a new copy each time.
+
+        Making a Numba view costs microseconds of host time (:func:`memory.view`), so the view in this
+        array's own shape is made once and kept: a CudaArray never changes.
+        """
+        if shape is None or tuple(shape) == self.shape:
+            if self._kernel_view is None:
+                if not self.is_contiguous():
+                    return self.contiguous().as_numba()
+                self._kernel_view = memory.view(self.storage, self.offset, self.shape)
+            return self._kernel_view
+        if math.prod(shape) != self.size:
+            raise ValueError(f"as_numba: cannot view {self.size} elements as shape {tuple(shape)}")
         array = self.contiguous()
-        # Each Numba view made here costs microseconds of host time: skip the ones that change nothing.
-        flat = array.storage
-        if array.offset or array.size != flat.size:
-            flat = flat[array.offset:array.offset + array.size]
-        return flat if array.ndim == 1 else flat.reshape(array.shape)
+        return memory.view(array.storage, array.offset, shape)
 
     def flat_storage(self) -> Any:
         """The storage from this view's offset on, for kernels that index with ``strided_offset``
         (then pass ``offset=0`` and this array's ``strides``)."""
-        return self.storage[self.offset:]
+        return memory.view(self.storage, self.offset, self.storage.size - self.offset)
 
     # ------------------------------------------------------------------------------ conversion
     def astype(self, dtype: Any, copy: bool = True) -> CudaArray:

@@ -93,7 +93,7 @@ def _mask_positions(mask: CudaArray, shape: Shape, first_axis: int) -> list[Cuda
     if mask.shape != shape:
         raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed dims "
                          f"{first_axis}..{first_axis + mask.ndim - 1} of shape {shape}")
-    coords = kernels.nonzero(mask.as_numba().reshape(mask.size), mask.shape)
+    coords = kernels.nonzero(mask.as_numba((mask.size,)), mask.shape)
     return [CudaArray.wrap(coords[k]) for k in range(mask.ndim)]
 
 
@@ -121,9 +121,9 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]], mode: str) -> tupl
                          + " ".join(str(s) for s in shapes)) from None
     count = math.prod(index_shape)
     stacked = memory.empty((len(arrays), count), kernels.INDEX_DTYPE)
-    for k, (index, *_) in enumerate(arrays):
+    for row, (index, *_) in zip(memory.rows(stacked), arrays):
         shape, strides = _kernel_view(index_shape, _broadcast_strides(index, index_shape))
-        copy_strided(stacked[k], index.storage, index.offset, strides, shape)  # also casts to int64
+        copy_strided(row, index.storage, index.offset, strides, shape)  # also casts to int64
     axes, sizes, strides = (tuple(column) for column in zip(*(entry[1:] for entry in arrays)))
     positions, keys = kernels.flat_positions(stacked, sizes, strides, axes, mode)
     return positions, keys, math.prod(sizes), index_shape

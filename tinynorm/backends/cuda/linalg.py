@@ -103,5 +103,5 @@ def _launch(a: CudaArray, b: CudaArray, batch_shape: Shape, out: CudaArray) -> N
     elif not batch_shape:
         batch_shape = (1,)
         a_strides, b_strides = (0,) + a_strides, (0,) + b_strides
-    products = out.storage.reshape(math.prod(batch_shape), rows, cols)
+    products = out.as_numba((math.prod(batch_shape), rows, cols))
     matmul_strided(a.flat_storage(), a_strides, b.flat_storage(), b_strides, batch_shape, inner, products)

@@ -18,8 +18,8 @@ __all__ = ["adam_update", "sgd_update"]
 
 
 def _flat(array: CudaArray) -> Any:
-    """The flat Numba device array under the C-contiguous ``array`` (its own memory, no copy)."""
-    return array.storage[array.offset:array.offset + array.size]
+    """``array`` as a flat Numba device array: its own memory when it is C-contiguous, else a copy."""
+    return array.as_numba((array.size,))
 
 
 def _updated(name: str, array: CudaArray | None) -> Any:
@@ -41,10 +41,10 @@ def _gradient(grad: CudaArray, param: CudaArray) -> Any:
     if grad.shape != param.shape:
         raise ValueError(f"grad must have the parameter's shape {param.shape}, got {grad.shape}")
     if grad.dtype == param.dtype:
-        return _flat(grad.contiguous())
+        return _flat(grad)
     converted = CudaArray.empty(grad.shape, param.dtype)
     copy_strided(converted.storage, grad.storage, grad.offset, grad.strides, grad.shape)
-    return converted.storage
+    return _flat(converted)
 
 
 def sgd_update(param: CudaArray, grad: CudaArray, momentum_buffer: CudaArray | None, *, lr: float,

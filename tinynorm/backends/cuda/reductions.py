@@ -59,7 +59,7 @@ def _as_rows(a: CudaArray, axes: tuple[int, ...]) -> Any:
     order = kept + list(axes)
     moved = CudaArray(a.storage, [a.shape[d] for d in order], [a.strides[d] for d in order], a.offset)
     rows, cols = math.prod(a.shape[d] for d in kept), math.prod(a.shape[d] for d in axes)
-    return moved.as_numba().reshape(rows, cols)
+    return moved.as_numba((rows, cols))
 
 
 def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -115,7 +115,7 @@ def _sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> A
     accumulator = _accumulator(dtype)
     divisor = accumulator.type(count) if mean else None
     if _leading(a, axes):
-        return column_sums(a.as_numba().reshape(count, kept), dtype, accumulator, divisor)
+        return column_sums(a.as_numba((count, kept)), dtype, accumulator, divisor)
     return row_sums(_as_rows(a, axes), dtype, accumulator, divisor)
 
 

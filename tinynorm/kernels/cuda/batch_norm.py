@@ -163,7 +163,7 @@ def _reduction_launch(x) -> tuple[tuple[int, int], int]:
 
 
 def _flat(array):
-    return array.reshape(array.size)
+    return memory.view(array, 0, array.size)
 
 
 def batch_norm_stats(x) -> tuple:
@@ -179,9 +179,9 @@ def batch_norm_stats(x) -> tuple:
     grid, threads = _reduction_launch(x)
     part = memory.empty((3,) + grid, PARAM_DTYPE)
     launch(_stats_kernel, grid, threads, (x, part))
-    stats = memory.empty((2, channels), PARAM_DTYPE)
-    launch(_merge_stats_kernel, grid_size(channels, THREADS), THREADS, (part, stats[0], stats[1]))
-    return stats[0], stats[1]
+    mean, var = memory.empty(channels, PARAM_DTYPE), memory.empty(channels, PARAM_DTYPE)
+    launch(_merge_stats_kernel, grid_size(channels, THREADS), THREADS, (part, mean, var))
+    return mean, var
 
 
 def batch_norm_forward(x, mean, rstd, weight, bias, out=None):
@@ -228,10 +228,10 @@ def _reduce(dy, x, mean, rstd) -> tuple:
         launch(_reduce_kernel, grid, threads, (dy, x, mean, part))
     else:
         part = memory.empty((2, 0, channels), PARAM_DTYPE)
-    sums = memory.empty((2, channels), PARAM_DTYPE)
+    sum_dy, sum_dy_xhat = memory.empty(channels, PARAM_DTYPE), memory.empty(channels, PARAM_DTYPE)
     if channels:
-        launch(_merge_reduce_kernel, grid_size(channels, THREADS), THREADS, (part, rstd, sums[0], sums[1]))
-    return sums[0], sums[1]
+        launch(_merge_reduce_kernel, grid_size(channels, THREADS), THREADS, (part, rstd, sum_dy, sum_dy_xhat))
+    return sum_dy, sum_dy_xhat
 
 
 def _elemt(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor: float):

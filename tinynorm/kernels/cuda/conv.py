@@ -146,8 +146,8 @@ def sum_batches(a):
     """``a.sum(axis=0)`` of a C-contiguous (B, ...) device array, adding the batches in order."""
     out = memory.empty(a.shape[1:], dtype=a.dtype)
     if out.size:
-        flat = a.reshape(a.shape[0], out.size)
-        launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, out.reshape(out.size), _zero(a)))
+        flat = memory.view(a, 0, (a.shape[0], out.size))
+        launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, memory.view(out, 0, out.size), _zero(a)))
     return out
 
 
@@ -243,7 +243,8 @@ def _batched_gemm(a, a_strides: tuple[int, int, int], b, b_strides: tuple[int, i
     reuses one matrix for every ``n``. Nothing is copied.
     """
     out = memory.empty(out_shape, dtype=a.dtype)
-    matmul_strided(a.reshape(a.size), a_strides, b.reshape(b.size), b_strides, (out_shape[0],), inner, out)
+    matmul_strided(memory.view(a, 0, a.size), a_strides, memory.view(b, 0, b.size), b_strides, (out_shape[0],),
+                   inner, out)
     return out
 
 
@@ -264,7 +265,7 @@ def conv2d_forward(x, weight, bias=None, stride: IntPair = 1, padding: IntPair =
     y = _batched_gemm(weight, (0, rows, 1), cols, (rows * length, length, 1), (batch, out_channels, length), rows)
     if bias is not None and y.size:
         launch(_add_bias_kernel, blocks_for(y.size), THREADS, (y, bias))
-    return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
+    return memory.view(y, 0, (x.shape[0], out_channels, out_h, out_w)), cols
 
 
 def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride: IntPair = 1,
@@ -282,11 +283,11 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     cols = _check_cols(cols, x_shape, (kh, kw), out_size)
     check_dy_fits(dy, cols, (x_shape[0], out_channels, *out_size))
     batch, rows, length = cols.shape  # rows = C*kh*kw, length = OH*OW
-    dy_rows = dy.reshape(batch, out_channels, length)
+    dy_rows = memory.view(dy, 0, (batch, out_channels, length))
     # dweight = sum_n dy[n] @ cols[n]^T: the transpose is cols read with swapped strides.
     products = _batched_gemm(dy, (out_channels * length, length, 1), cols, (rows * length, 1, length),
                              (batch, out_channels, rows), length)
-    dweight = sum_batches(products).reshape(weight.shape)
+    dweight = memory.view(sum_batches(products), 0, weight.shape)
     dbias = channel_sums(dy_rows)
     dx = None
     if needs_input_grad:

@@ -138,12 +138,12 @@ def group_norm_forward(x, num_groups: int, weight, bias, eps: float, out=None) -
     bias = check_param("bias", bias, (channels,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    stats = memory.empty((2, batch, num_groups), PARAM_DTYPE)
+    mean, rstd = (memory.empty((batch, num_groups), PARAM_DTYPE) for _ in range(2))
     if x.size:
         cached = min(channels // num_groups * spatial, CACHE_BYTES // 4)
         launch(_forward_kernel, grid_size(batch * num_groups, 1), _threads(spatial),
-               (x, num_groups, weight, bias, eps, y, stats[0], stats[1], cached), shared_bytes=cached * 4)
-    return y, stats[0], stats[1]
+               (x, num_groups, weight, bias, eps, y, mean, rstd, cached), shared_bytes=cached * 4)
+    return y, mean, rstd
 
 
 def group_norm_backward(dy, x, mean, rstd, num_groups: int, weight) -> tuple:
@@ -164,5 +164,5 @@ def group_norm_backward(dy, x, mean, rstd, num_groups: int, weight) -> tuple:
     if x.size:
         launch(_backward_kernel, grid_size(batch * num_groups, 1), _threads(x.shape[2]),
                (dy, x, mean, rstd, num_groups, weight, dx, part))
-    sums = sum_partials(part)
-    return dx, sums[0], sums[1]
+    dweight, dbias = memory.rows(sum_partials(part))
+    return dx, dweight, dbias

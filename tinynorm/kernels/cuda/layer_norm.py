@@ -30,9 +30,9 @@ def layer_norm_forward(x, weight, bias, eps: float, out=None) -> tuple:
     bias = check_param("bias", bias, (cols,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    stats = memory.empty((2, rows), PARAM_DTYPE)  # one allocation for mean and rstd
-    _row_norm.forward(x, weight, bias, eps, y, stats[0], stats[1])
-    return y, stats[0], stats[1]
+    mean, rstd = memory.empty(rows, PARAM_DTYPE), memory.empty(rows, PARAM_DTYPE)
+    _row_norm.forward(x, weight, bias, eps, y, mean, rstd)
+    return y, mean, rstd
 
 
 def layer_norm_backward(dy, x, mean, rstd, weight) -> tuple:
@@ -50,5 +50,5 @@ def layer_norm_backward(dy, x, mean, rstd, weight) -> tuple:
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
     dx = memory.empty(x.shape, x.dtype)
-    sums = _row_norm.backward(dy, x, mean, rstd, weight, dx)
-    return dx, sums[0], sums[1]
+    dweight, dbias = memory.rows(_row_norm.backward(dy, x, mean, rstd, weight, dx))
+    return dx, dweight, dbias

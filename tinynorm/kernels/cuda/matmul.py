@@ -28,6 +28,7 @@ import numpy as np
 from numba import cuda, from_dtype
 
 from ._shared import grid_size, on_device, output
+from . import memory
 from .launch import jit, launch
 from .strided import strided_offset
 
@@ -187,7 +188,7 @@ def _batched(name: str, array: Any) -> tuple:
         raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {tuple(array.shape)}")
     shape = (1,) * (3 - array.ndim) + tuple(array.shape)
     strides = (0 if shape[0] == 1 else shape[1] * shape[2], shape[2], 1)
-    return array.reshape(array.size), shape[0], strides
+    return memory.view(array, 0, array.size), shape[0], strides
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
@@ -214,5 +215,5 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     dtype = np.result_type(a.dtype, b.dtype)
     accumulator_dtype(dtype)  # reject unsupported dtypes before allocating
     out = output(out, shape, dtype)
-    matmul_strided(a_flat, a_strides, b_flat, b_strides, (batches,), inner, out.reshape(batches, rows, cols))
+    matmul_strided(a_flat, a_strides, b_flat, b_strides, (batches,), inner, memory.view(out, 0, (batches, rows, cols)))
     return out

@@ -66,7 +66,8 @@ class BlockCache:
     bookkeeping, so it is tested with a fake allocator.
     """
 
-    def __init__(self, allocate: Callable[[int], Any], flush: Callable[[], None], keep_free_blocks: bool = True) -> None:
+    def __init__(self, allocate: Callable[[int], Any], flush: Callable[[], None],
+                 keep_free_blocks: bool = True) -> None:
         self._allocate = allocate
         self._flush = flush
         self._keep = keep_free_blocks
@@ -141,6 +142,12 @@ def _driver_flush() -> None:
 
 
 @functools.cache
+def _context() -> Any:
+    """Numba's context for the current device, looked up once (tinynorm uses one GPU)."""
+    return cuda.current_context()
+
+
+@functools.cache
 def block_cache() -> BlockCache:
     """The process's cache for the current device (tinynorm uses one GPU)."""
     keep = os.environ.get("TINYNORM_NO_CUDA_MEMORY_CACHING", "0") in ("", "0")
@@ -175,18 +182,14 @@ def _return_block(cache: BlockCache, block: Any, size: int, key: int) -> None:
 def empty(shape: Any, dtype: Any) -> Any:
     """A new uninitialised C-contiguous device array, its memory from the cache."""
     dtype = np.dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+    shape = _as_shape(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     if config.ENABLE_CUDASIM or nbytes == 0:
         return cuda.device_array(shape, dtype=dtype)
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-    strides, step = [], dtype.itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    pointer = lend(block_cache(), nbytes, cuda.current_context())
-    return DeviceNDArray(shape, tuple(reversed(strides)), dtype, gpu_data=pointer)
+    pointer = lend(block_cache(), nbytes, _context())
+    return DeviceNDArray(shape, _byte_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
 
 
 def to_device(array: np.ndarray) -> Any:
@@ -197,3 +200,46 @@ def to_device(array: np.ndarray) -> Any:
     device_array = empty(array.shape, array.dtype)
     device_array.copy_to_device(array)
     return device_array
+
+
+# ------------------------------------------------------------------------------------ views
+def view(array: Any, offset: int, shape: Any) -> Any:
+    """The C-contiguous device array of ``shape`` starting ``offset`` elements into the C-contiguous
+    device array ``array``, sharing its memory: ``array.reshape(-1)[offset:offset + n].reshape(shape)``.
+
+    Built directly from a view of the memory pointer, because Numba's own indexing is slow on the host:
+    a slice costs about 15 µs and a reshape about 4 µs, this about 4.6 µs (numba-cuda 0.30.4, measured
+    with tinynorm's pointers on this project's CPU machine). Kernel wrappers make several per call.
+    """
+    shape = _as_shape(shape)
+    if offset == 0 and shape == array.shape:
+        return array
+    size = math.prod(shape)
+    if not 0 <= offset <= offset + size <= array.size:
+        raise ValueError(f"view: elements [{offset}, {offset + size}) are outside an array of {array.size}")
+    if config.ENABLE_CUDASIM:
+        return array.reshape(array.size)[offset:offset + size].reshape(shape)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    itemsize = array.dtype.itemsize
+    pointer = array.gpu_data.view(offset * itemsize, (offset + size) * itemsize)  # Numba nulls it when empty
+    return DeviceNDArray(shape, _byte_strides(shape, itemsize), array.dtype, gpu_data=pointer)
+
+
+def rows(array: Any) -> tuple:
+    """The rows ``array[0], array[1], ...`` of a C-contiguous device array, as views (see :func:`view`)."""
+    inner = math.prod(array.shape[1:])
+    return tuple(view(array, k * inner, array.shape[1:]) for k in range(array.shape[0]))
+
+
+def _as_shape(shape: Any) -> tuple:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+
+
+@functools.lru_cache(maxsize=4096)
+def _byte_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))

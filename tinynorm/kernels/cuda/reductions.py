@@ -136,7 +136,8 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
         launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, divisor, span, 1, out))
         return out
     partials = memory.empty((rows, parts), dtype=accumulator)
-    launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (x, None, span, parts, partials.reshape(rows * parts)))
+    launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS,
+           (x, None, span, parts, memory.view(partials, 0, rows * parts)))
     return row_sums(partials, dtype, accumulator, divisor)
 
 
@@ -175,7 +176,7 @@ def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = N
     chunks, span = _row_chunks(rows, cols)
     kernel = _column_sum_kernel(accumulator)
     if chunks == 1:
-        launch(kernel, *_thread_grid(cols), (x, divisor, span, out.reshape(1, cols)))
+        launch(kernel, *_thread_grid(cols), (x, divisor, span, memory.view(out, 0, (1, cols))))
         return out
     partials = memory.empty((chunks, cols), dtype=accumulator)
     launch(kernel, *_thread_grid(chunks * cols), (x, None, span, partials))
@@ -351,6 +352,6 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
     partial_values = memory.empty((rows, parts), dtype=x.dtype)
     partial_indices = memory.empty((rows, parts), dtype=np.int64) if indices else None
     launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (
-        x, indices_of, span, parts, partial_values.reshape(rows * parts),
-        None if partial_indices is None else partial_indices.reshape(rows * parts)))
+        x, indices_of, span, parts, memory.view(partial_values, 0, rows * parts),
+        None if partial_indices is None else memory.view(partial_indices, 0, rows * parts)))
     return _row_extremes(partial_values, partial_indices, largest, values, indices)

@@ -45,4 +45,5 @@ def rms_norm_backward(dy, x, rstd, weight) -> tuple:
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
     dx = memory.empty(x.shape, x.dtype)
-    return dx, _row_norm.backward(dy, x, None, rstd, weight, dx)[0]
+    (dweight,) = memory.rows(_row_norm.backward(dy, x, None, rstd, weight, dx))
+    return dx, dweight
