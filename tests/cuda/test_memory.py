@@ -234,3 +234,21 @@ def test_rows_keep_the_block_lent():
     del second
     gc.collect()
     assert cache.allocated_bytes == 0
+
+
+@pytest.mark.parametrize("value, keeps", [(None, True), ("0", True), ("1", False)])
+def test_the_environment_switch_turns_caching_off(monkeypatch, value, keeps):
+    """TINYNORM_NO_CUDA_MEMORY_CACHING=1, like PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1."""
+    if value is None:
+        monkeypatch.delenv("TINYNORM_NO_CUDA_MEMORY_CACHING", raising=False)
+    else:
+        monkeypatch.setenv("TINYNORM_NO_CUDA_MEMORY_CACHING", value)
+    monkeypatch.setattr(memory, "_driver_allocate", FakeDriver().allocate)
+    memory.block_cache.cache_clear()
+    try:
+        cache = memory.block_cache()
+        block, size = cache.take(100)
+        cache.give_back(block, size)
+        assert cache.reserved_bytes == (size if keeps else 0)
+    finally:
+        memory.block_cache.cache_clear()
