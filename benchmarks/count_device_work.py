@@ -14,7 +14,7 @@ cross-entropy, backward, Adam) is run with counters on:
   GPU measurement.
 
 These are counts, so the simulator gives the GPU's numbers (it runs the same host code); only the
-times need a GPU. ``python benchmarks/count_device_work.py [--out benchmarks/out/count_device_work.json]``
+times need a GPU. ``python benchmarks/count_device_work.py [--tiny] [--out benchmarks/out/count_device_work.json]``
 """
 from __future__ import annotations
 
@@ -117,24 +117,28 @@ def _step(model, optimizer, inputs, targets) -> None:
     optimizer.step()
 
 
-def models(rng: np.random.Generator) -> dict:
-    """Small models (the simulator runs a Python thread per CUDA thread) and one batch each, on cuda."""
-    lm = TinyTransformerLM(vocab=11, d_model=8, n_heads=2, n_layers=2, block_size=8)
+def models(rng: np.random.Generator, tiny: bool) -> dict:
+    """Small models (the simulator runs a Python thread per CUDA thread) and one batch each; ``tiny``:
+    smaller still (1 layer, 4x4 images), for the tests."""
+    layers, tokens, side = (1, 3, 4) if tiny else (2, 8, 8)
+    lm = TinyTransformerLM(vocab=11, d_model=8, n_heads=2, n_layers=layers, block_size=8)
     cnn = SmallCNN(norm="batchnorm", width=2, num_classes=3)
+    images = rng.standard_normal((2, 1, side, side)).astype(np.float32)
     return {
-        "TinyTransformerLM (2 layers)": (lm, rng.integers(0, 11, (2, 8)), rng.integers(0, 11, (2, 8))),
-        "SmallCNN (BatchNorm)": (cnn, rng.standard_normal((2, 1, 8, 8)).astype(np.float32), rng.integers(0, 3, 2)),
+        f"TinyTransformerLM ({layers} layers)": (lm, rng.integers(0, 11, (2, tokens)), rng.integers(0, 11, (2, tokens))),
+        "SmallCNN (BatchNorm)": (cnn, images, rng.integers(0, 3, 2)),
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/out/count_device_work.json")
+    parser.add_argument("--tiny", action="store_true", help="1 layer, 4x4 images: faster, for the tests")
     args = parser.parse_args()
     _count_launches()
     tinynorm.manual_seed(0)
     rows = []
-    for name, (model, inputs, targets) in models(np.random.default_rng(0)).items():
+    for name, (model, inputs, targets) in models(np.random.default_rng(0), args.tiny).items():
         model.to("cuda")
         optimizer = tinynorm.optim.Adam(model.parameters(), lr=1e-3)
         inputs, targets = tinynorm.tensor(inputs, device="cuda"), tinynorm.tensor(targets, device="cuda")
