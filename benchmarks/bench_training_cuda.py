@@ -45,6 +45,7 @@ import numba
 
 # common before tinynorm and torch: it fixes their OpenMP settings
 from common import print_table, write_json
+from torch_twins import torch_small_cnn, torch_transformer_lm
 
 import tinynorm
 from tinynorm.data import CharTokenizer, load_text_corpus, minibatches, sample_lm_batch
@@ -134,86 +135,6 @@ def load_torch() -> Any | None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     return torch
-
-
-# --------------------------------------------------------------------------- PyTorch twins of the models
-
-
-def torch_small_cnn(torch: Any, width: int, num_classes: int = 10) -> Any:
-    """tinynorm's ``SmallCNN(norm='batchnorm')`` in PyTorch, with the same module names."""
-    nn = torch.nn
-
-    def conv(n_in: int, n_out: int) -> Any:
-        return nn.Conv2d(n_in, n_out, 3, padding=1, bias=False)
-
-    class ConvBlock(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv1, self.norm1 = conv(width, width), nn.BatchNorm2d(width)
-            self.conv2, self.norm2 = conv(width, width), nn.BatchNorm2d(width)
-
-        def forward(self, x: Any) -> Any:
-            out = torch.relu(self.norm1(self.conv1(x)))
-            return torch.relu(self.norm2(self.conv2(out)) + x)
-
-    class TorchSmallCNN(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.stem = nn.Sequential(conv(1, width), nn.BatchNorm2d(width), nn.ReLU())
-            self.block = ConvBlock()
-            self.pool = nn.MaxPool2d(2)
-            self.widen = nn.Sequential(conv(width, 2 * width), nn.BatchNorm2d(2 * width), nn.ReLU())
-            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, num_classes))
-
-        def forward(self, x: Any) -> Any:
-            return self.head(self.widen(self.pool(self.block(self.stem(x)))))
-
-    return TorchSmallCNN()
-
-
-def torch_transformer_lm(torch: Any, vocab: int, config: LmConfig) -> Any:
-    """tinynorm's ``TinyTransformerLM(norm='layernorm', placement='pre')`` in PyTorch, same module names.
-    Attention is PyTorch's fused ``scaled_dot_product_attention`` (causal, scale 1/sqrt(head size))."""
-    nn, d = torch.nn, config.d_model
-
-    class Residual(nn.Module):  # Pre-LN: x + sublayer(norm(x))
-        def __init__(self, sublayer: Any) -> None:
-            super().__init__()
-            self.sublayer, self.norm = sublayer, nn.LayerNorm(d)
-
-        def forward(self, x: Any) -> Any:
-            return x + self.sublayer(self.norm(x))
-
-    class SelfAttention(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-
-        def forward(self, x: Any) -> Any:
-            batch, length, _ = x.shape
-            qkv = self.qkv(x).reshape(batch, length, 3, config.n_heads, d // config.n_heads).permute(2, 0, 3, 1, 4)
-            out = torch.nn.functional.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
-            return self.proj(out.transpose(1, 2).reshape(batch, length, d))
-
-    class TorchTinyTransformerLM(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.token_embedding = nn.Embedding(vocab, d)
-            self.position_embedding = nn.Embedding(config.seq_len, d)
-            self.blocks = nn.ModuleList(
-                nn.Sequential(Residual(SelfAttention()), Residual(nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(),
-                                                                                 nn.Linear(4 * d, d))))
-                for _ in range(config.n_layers))
-            self.final_norm = nn.LayerNorm(d)
-            self.head = nn.Linear(d, vocab)
-
-        def forward(self, ids: Any) -> Any:
-            h = self.token_embedding(ids) + self.position_embedding(torch.arange(ids.shape[1], device=ids.device))
-            for block in self.blocks:
-                h = block(h)
-            return self.head(self.final_norm(h))
-
-    return TorchTinyTransformerLM()
 
 
 # --------------------------------------------------------------------------- data
@@ -313,7 +234,7 @@ def run_cnn(config: CnnConfig, seed: int, torch: Any | None) -> dict[str, Any]:
     tinynorm.manual_seed(seed)
     model = SmallCNN(norm="batchnorm", width=config.width)
     results = {}
-    for lib, net in contenders(model, lambda torch: torch_small_cnn(torch, config.width), torch):
+    for lib, net in contenders(model, lambda torch: torch_small_cnn(torch, width=config.width), torch):
         optimizer = lib.optim.SGD(net.parameters(), lr=config.lr, momentum=0.9)
         schedule = lib.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=len(batches))
         record = train(lib, net, optimizer, schedule, batches)
@@ -328,8 +249,12 @@ def run_lm(config: LmConfig, seed: int, torch: Any | None) -> dict[str, Any]:
     tinynorm.manual_seed(seed)
     model = TinyTransformerLM(vocab, config.d_model, config.n_heads, config.n_layers, config.seq_len,
                               norm="layernorm", placement="pre")
+
+    def twin(torch: Any) -> Any:
+        return torch_transformer_lm(torch, vocab, config.d_model, config.n_heads, config.n_layers, config.seq_len)
+
     results = {}
-    for lib, net in contenders(model, lambda torch: torch_transformer_lm(torch, vocab, config), torch):
+    for lib, net in contenders(model, twin, torch):
         record = train(lib, net, lib.optim.Adam(net.parameters(), lr=config.lr), None, batches)
         record["final_loss"] = final_loss(record["losses"])
         results[lib.name] = show_progress("TinyTransformerLM", lib, record, "final_loss")
