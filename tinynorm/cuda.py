@@ -106,8 +106,9 @@ def memory_reserved() -> int:
 def empty_cache() -> None:
     """Give the free blocks the caching allocator keeps back to the driver, e.g. for another library
     (as ``torch.cuda.empty_cache``). Memory that tensors use stays. Nothing to do in the simulator."""
-    require()
-    if not numba.config.ENABLE_CUDASIM:
+    if numba.config.ENABLE_CUDASIM:
+        require()  # nothing is cached there
+    else:
         _block_cache().release_free_blocks()
 
 

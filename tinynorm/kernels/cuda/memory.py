@@ -132,7 +132,7 @@ def _driver_allocate(size: int) -> Any:
     from numba.cuda.cudadrv.driver import CudaAPIError, binding
 
     try:
-        return cuda.current_context().memalloc(size)
+        return _context().memalloc(size)
     except CudaAPIError as error:
         if error.code == binding.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
             raise OutOfMemoryError(f"CUDA out of memory allocating {size} bytes") from error
@@ -141,7 +141,7 @@ def _driver_allocate(size: int) -> Any:
 
 def _driver_flush() -> None:
     """Free now what Numba's memory manager has queued for freeing (dropped blocks among them)."""
-    cuda.current_context().deallocations.clear()
+    _context().deallocations.clear()
 
 
 @functools.cache
