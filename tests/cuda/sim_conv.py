@@ -147,8 +147,9 @@ def test_max_pool_matches_cpu_backend(rng, kernel, stride, padding, dtype):
     np.testing.assert_array_equal(host(argmax), argmax_ref)
 
     dy = random(rng, y_ref.shape, dtype)
-    assert_close(backend.max_pool2d_backward(device(dy), argmax, x.shape),
-                 cpu.max_pool2d_backward(dy, argmax_ref, x.shape))
+    expected = cpu.max_pool2d_backward(dy, argmax_ref, x.shape)
+    assert_close(backend.max_pool2d_backward(device(dy), argmax, x.shape), expected)
+    assert_close(backend.max_pool2d_backward(device(dy), argmax, x.shape, checked=True), expected)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

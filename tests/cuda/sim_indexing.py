@@ -336,7 +336,8 @@ def test_take_checks_only_in_raise_mode(monkeypatch):
 
 def test_checked_index_add_and_take_along_axis_read_nothing_back(monkeypatch):
     """``checked=True`` (the indices were checked before: a gradient, a loss's targets) gives the same
-    values as the checking call, without its read back."""
+    values as the checking call, without its read back, and without a fresh flag to fill (a shared
+    unread one takes its place)."""
     ids = device(np.array([[1, 4, 1], [1, 0, 4]]))
     values = device(np.random.default_rng(5).standard_normal((2, 3, 6)).astype(np.float32))
     logp = np.random.default_rng(6).standard_normal((4, 5)).astype(np.float32)
@@ -344,6 +345,7 @@ def test_checked_index_add_and_take_along_axis_read_nothing_back(monkeypatch):
     expected_grad = host(indexing.index_add((5, 6), ids, values))
     expected_picked = host(indexing.take_along_axis(device(logp), targets, 1))
     reads = _count_reads(monkeypatch)
+    monkeypatch.setattr(kernels, "zeros", lambda *args: pytest.fail("a checked call made a new flag"))
     grad = indexing.index_add((5, 6), ids, values, checked=True)
     picked = indexing.take_along_axis(device(logp), targets, 1, checked=True)
     assert reads == []

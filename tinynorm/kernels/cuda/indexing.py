@@ -24,7 +24,7 @@ from numba import cuda, int32, int64
 
 from . import memory
 from .launch import jit, launch
-from .strided import THREADS, blocks_for, strided_offset, threads_for, zeros
+from .strided import THREADS, blocks_for, strided_offset, threads_for, unread_flag, zeros
 
 INDEX_DTYPE = np.dtype(np.int64)
 MASK_CHUNK = 64  # mask entries per thread in nonzero: the host reads back one count per chunk
@@ -251,7 +251,7 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str
         raise ValueError(f"flat_positions: mode must be 'raise' or 'clip', got {mode!r}")
     positions = memory.empty(indices.shape[1], INDEX_DTYPE)
     keys = memory.empty(indices.shape[1], INDEX_DTYPE)
-    bad = zeros(1, np.int32)
+    bad = zeros(1, np.int32) if mode == "raise" else unread_flag(np.int32)
     _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
@@ -318,7 +318,7 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
     an index out of range; ``'clip'``: indices clipped into range, nothing read back (checked indices)."""
     if mode not in ("raise", "clip"):
         raise ValueError(f"take_along: mode must be 'raise' or 'clip', got {mode!r}")
-    bad = zeros(1, np.int32)
+    bad = zeros(1, np.int32) if mode == "raise" else unread_flag(np.int32)
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
             indices, indices_offset, indices_strides, shape, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:

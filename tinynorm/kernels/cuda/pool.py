@@ -23,7 +23,7 @@ from . import memory
 from ._shared import on_device
 from .conv import check_input
 from .launch import jit, launch
-from .strided import THREADS, blocks_for, zeros
+from .strided import THREADS, blocks_for, unread_flag, zeros
 
 
 @cuda.jit(device=True)
@@ -163,8 +163,9 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int], checked:
     """Gradient of :func:`max_pool2d_forward`: each ``dy`` element goes to its window's ``argmax`` input.
 
     Checking that every index lies in its plane reads one flag back from the device (a synchronization).
-    ``checked=True`` (``argmax`` is max_pool2d_forward's own, as in training) skips reading it; the
-    kernel still ignores an index outside its plane rather than write outside ``dx``.
+    ``checked=True`` (``argmax`` is max_pool2d_forward's own, as in training) skips reading it, and the
+    kernel writes a shared flag nobody reads; it still ignores an index outside its plane rather than
+    write outside ``dx``.
     """
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     argmax = _check_argmax(argmax, x_shape)
@@ -172,7 +173,7 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int], checked:
     dx = memory.empty(x_shape, dtype=dy.dtype)
     planes = x_shape[0] * x_shape[1]
     if planes and dx.size:
-        invalid = zeros(1, np.int64)
+        invalid = unread_flag(np.int64) if checked else zeros(1, np.int64)
         launch(_max_pool_backward_kernel, blocks_for(planes), THREADS, (dy, argmax, dx, dy.dtype.type(0), invalid))
         if not checked and invalid.copy_to_host()[0]:
             raise ValueError(f"argmax holds indices outside [0, {x_shape[2] * x_shape[3]}) for x_shape {x_shape}")

@@ -111,3 +111,16 @@ def zeros(size: int, dtype):
     out = memory.empty(size, dtype)
     fill(out, 0)
     return out
+
+
+_unread_flags: dict = {}
+
+
+def unread_flag(dtype):
+    """A 1-element device array for a kernel's error flag that the caller will not read (its indices were
+    checked before): one per dtype, shared by all such calls, so they allocate and fill nothing. Sharing
+    is safe because nobody reads it; it lives as long as the process, like the CUDA context."""
+    dtype = np.dtype(dtype)
+    if dtype not in _unread_flags:
+        _unread_flags[dtype] = memory.empty(1, dtype)
+    return _unread_flags[dtype]
