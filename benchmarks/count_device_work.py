@@ -8,10 +8,12 @@ cross-entropy, backward, Adam) is run with counters on:
   the host wait for the GPU to finish its queued work;
 - Numba device-array views made on the host: slices and reshapes through Numba's own indexing, and
   ``tinynorm.kernels.cuda.memory.view`` calls that make a new view. On a GPU these cost host time:
-  about 15 µs per Numba slice, 4.4 µs per reshape and 4.6 µs per ``memory.view``, measured with
+  about 15 µs per Numba slice, 4.4 µs per reshape and 3.7 µs per ``memory.view``, measured with
   numba-cuda 0.30.4's classes on this project's CPU machine (``tests/cuda/test_memory.py`` checks that
   the views agree). The ``view µs`` column multiplies the counts by those costs: an estimate, not a
-  GPU measurement.
+  GPU measurement;
+- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 5.3 µs for
+  the array, its block and the block's return, measured the same way.
 
 These are counts, so the simulator gives the GPU's numbers (it runs the same host code); only the
 times need a GPU. ``python benchmarks/count_device_work.py [--tiny] [--out benchmarks/out/count_device_work.json]``
@@ -39,7 +41,7 @@ from tinynorm.kernels.cuda import launch, memory  # noqa: E402
 from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
 
 # Host microseconds per Numba view on a GPU machine's software stack (see the module docstring).
-VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 4.6}
+VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 3.7}
 
 
 def _in_kernel_or_view() -> bool:
@@ -55,7 +57,7 @@ class Counters:
     def __enter__(self) -> collections.Counter:
         self.counts: collections.Counter = collections.Counter()
         self.saved = [(FakeCUDAArray, "__getitem__"), (FakeCUDAArray, "reshape"), (FakeCUDAArray, "copy_to_host"),
-                      (cuda, "to_device"), (memory, "view")]
+                      (cuda, "to_device"), (memory, "view"), (memory, "empty")]
         self.saved = [(owner, name, getattr(owner, name)) for owner, name in self.saved]
         originals = {name: function for _, name, function in self.saved}
         counts = self.counts
@@ -80,11 +82,17 @@ class Counters:
             counts["memory.view"] += result is not array
             return result
 
+        def counted_empty(shape, dtype):
+            result = originals["empty"](shape, dtype)
+            counts["allocations"] += result.size > 0
+            return result
+
         FakeCUDAArray.__getitem__ = host_view("numba slices", originals["__getitem__"])
         FakeCUDAArray.reshape = host_view("numba reshapes", originals["reshape"])
         FakeCUDAArray.copy_to_host = counted_copy_to_host
         cuda.to_device = counted_to_device
         memory.view = counted_view
+        memory.empty = counted_empty
         self.launches_before = len(LAUNCHES)
         return counts
 
@@ -145,8 +153,8 @@ def main() -> int:
         _step(model, optimizer, inputs, targets)
         with Counters() as counts:
             _step(model, optimizer, inputs, targets)
-        row = {"model": name, **{key: counts[key] for key in ("launches", "reads back", "copies to device",
-                                                                *VIEW_US)}}
+        row = {"model": name, **{key: counts[key] for key in ("launches", "allocations", "reads back",
+                                                                "copies to device", *VIEW_US)}}
         row["view us (estimate)"] = sum(VIEW_US[key] * counts[key] for key in VIEW_US)
         rows.append(row)
     print("one training step on device='cuda', counted in Numba's CUDA simulator")

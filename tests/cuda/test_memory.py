@@ -236,6 +236,40 @@ def test_rows_keep_the_block_lent():
     assert cache.allocated_bytes == 0
 
 
+def test_a_view_of_a_view_keeps_the_block_lent():
+    import numpy as np
+
+    cache, _ = make_cache()
+    array = _device_array(cache, (100,), np.float32)
+    inner = memory.view(memory.view(array, 10, (50,)), 5, (2, 5))
+    assert inner.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * 15
+    del array
+    gc.collect()
+    assert cache.allocated_bytes == 512
+    del inner
+    gc.collect()
+    assert cache.allocated_bytes == 0
+
+
+def test_views_of_numba_allocated_memory_use_numba_views():
+    """Memory the cache did not lend (an array Numba allocated) is counted by Numba's own pointers:
+    its views must go through them, or Numba could free it under a live view."""
+    from numba.cuda.cudadrv.driver import AutoFreePointer, OwnedPointer
+
+    freed = []
+    block = FakeBlock(1 << 40, 4096)
+    allocation = AutoFreePointer(None, block.device_pointer, 4096, finalizer=lambda: freed.append(1))
+    numba_pointer = allocation.own()  # as Numba's memalloc hands out (its context keeps ``allocation``)
+    view = memory._sub_pointer(numba_pointer, 512, 1024)
+    assert isinstance(view, OwnedPointer) and int(view.device_pointer) == (1 << 40) + 512
+    del numba_pointer
+    gc.collect()
+    assert freed == []  # the view still counts
+    del view
+    gc.collect()
+    assert freed == [1]
+
+
 @pytest.mark.parametrize("value, keeps", [(None, True), ("0", True), ("1", False)])
 def test_the_environment_switch_turns_caching_off(monkeypatch, value, keeps):
     """TINYNORM_NO_CUDA_MEMORY_CACHING=1, like PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING=1."""
