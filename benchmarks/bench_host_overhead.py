@@ -11,24 +11,39 @@ small float32 inputs, as back-to-back calls:
 - ``functional``: ``tinynorm.nn.functional.layer_norm`` on tensors, autograd off (plus the op's reshapes
   and dtype rules, the Function machinery and the result tensor);
 - ``functional + backward``: the same with autograd on, then ``backward`` with a given gradient;
-- and, for comparison, an elementwise ``x + x`` on tensors.
+- for comparison, an elementwise ``x + x`` on tensors;
+- and, with ``--fake-device`` only, a whole training step (zero_grad, forward, cross-entropy, backward,
+  optimizer step) of the two models of ``bench_training_cuda.py`` at its batch sizes: SmallCNN
+  (BatchNorm, width 16, 32 8x8 images, SGD with momentum) and TinyTransformerLM (Pre-LN, d_model 64, 4
+  layers, 16 x 32 tokens, Adam), on random data. That is the host's share of a GPU step, which
+  ``bench_training_cuda.py`` times whole on a GPU (the simulator would take minutes per step).
 
 On a GPU (``python benchmarks/bench_host_overhead.py``) the times include the launches (through
-tinynorm's driver-level launch) and the caching allocator. With ``--simulator`` the script runs in
-Numba's CUDA simulator with every launch replaced by a counter: it then times only tinynorm's own
-Python, with the simulator's host arrays standing in for device arrays. That is a proxy a machine
-without a GPU can track, not a GPU figure. The table gives the median microseconds per call and the
-kernel launches per call; the JSON keeps both.
+tinynorm's driver-level launch) and the caching allocator. Two proxies run without a GPU, with every
+launch replaced by a counter, so they time tinynorm's own Python and no GPU work:
+
+- ``--fake-device``: numba-cuda's real device arrays and memory pointers, on made-up device addresses
+  (the caching allocator takes its blocks from a fake driver; copies between host and device do
+  nothing, and reads back return zeros). Everything a call does on the host but the launch itself and
+  the driver's copies: the closer proxy.
+- ``--simulator``: Numba's CUDA simulator, whose device arrays are host numpy arrays, cheaper to make
+  and view than numba-cuda's.
+
+Proxies are what a machine without a GPU can track, not GPU figures. The table gives the median
+microseconds per call and the kernel launches per call; the JSON keeps both.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 
 if "--simulator" in sys.argv:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
+elif "--fake-device" in sys.argv:
+    os.environ.pop("NUMBA_ENABLE_CUDASIM", None)  # the fake device needs numba-cuda's real classes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
 
@@ -38,8 +53,11 @@ from common import median_time, print_table, write_json  # noqa: E402
 import tinynorm  # noqa: E402
 import tinynorm.nn.functional as F  # noqa: E402
 from tinynorm.backends import cuda as backend  # noqa: E402
+from tinynorm.backends.cuda.array import CudaArray  # noqa: E402
 from tinynorm.kernels import cuda as kernels  # noqa: E402
-from tinynorm.kernels.cuda import launch  # noqa: E402
+from tinynorm.kernels.cuda import _shared, launch, memory  # noqa: E402
+from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
+from tinynorm.tensor import Tensor  # noqa: E402
 
 EPS = 1e-5
 SHAPE = (64, 64)
@@ -59,16 +77,49 @@ def count_launches_instead() -> list:
     return launches
 
 
-def calls(rng: np.random.Generator) -> dict:
-    """The timed calls, by level, on the same small inputs."""
+def use_fake_device() -> None:
+    """Let tinynorm make numba-cuda device arrays without a GPU: blocks at made-up addresses from a fake
+    driver, no CUDA context, an H200's SM count. Only valid with launches counted instead of run."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    from numba.cuda.cudadrv.driver import binding
+
+    next_address = [1 << 32]
+
+    def fake_driver_block(size: int) -> SimpleNamespace:
+        next_address[0] += size
+        return SimpleNamespace(device_pointer=binding.CUdeviceptr(next_address[0] - size))
+
+    cache = memory.BlockCache(fake_driver_block, lambda: None)
+    memory.block_cache = lambda: cache
+    memory._context = lambda: None
+    tinynorm.cuda._unavailable_reason = lambda: None  # device='cuda' is allowed
+    DeviceNDArray.copy_to_device = lambda self, *args, **kwargs: None
+    DeviceNDArray.copy_to_host = lambda self, *args, **kwargs: np.zeros(self.shape, self.dtype)
+    real_device = _shared.cuda.get_current_device
+    _shared.cuda.get_current_device = lambda: SimpleNamespace(MULTIPROCESSOR_COUNT=132)
+    _shared.sm_count.cache_clear()
+    _shared.sm_count()  # cached from now on: 132, an H200's
+    _shared.cuda.get_current_device = real_device
+
+
+def cuda_tensor(host: np.ndarray, fake: bool, requires_grad: bool = False) -> Tensor:
+    """``tinynorm.tensor(host, device='cuda')``; on the fake device, an uninitialised one of its shape."""
+    if not fake:
+        return tinynorm.tensor(host, device="cuda", requires_grad=requires_grad)
+    tensor = Tensor._from_array(CudaArray(memory.empty(host.size, host.dtype), host.shape), "cuda")
+    return tensor.requires_grad_(requires_grad)
+
+
+def calls(rng: np.random.Generator, fake: bool = False) -> dict:
+    """The timed calls, by level, on the same small inputs (and, on the fake device, the training steps)."""
     x_host = rng.standard_normal(SHAPE).astype(np.float32)
-    x = tinynorm.tensor(x_host, device="cuda")
-    w = tinynorm.tensor(np.ones(SHAPE[1], np.float32), device="cuda")
-    b = tinynorm.tensor(np.zeros(SHAPE[1], np.float32), device="cuda")
-    leaf = tinynorm.tensor(x_host, device="cuda", requires_grad=True)
-    grad = tinynorm.tensor(rng.standard_normal(SHAPE).astype(np.float32), device="cuda")
+    x = cuda_tensor(x_host, fake)
+    w = cuda_tensor(np.ones(SHAPE[1], np.float32), fake)
+    b = cuda_tensor(np.zeros(SHAPE[1], np.float32), fake)
+    leaf = cuda_tensor(x_host, fake, requires_grad=True)
+    grad = cuda_tensor(rng.standard_normal(SHAPE).astype(np.float32), fake)
     x_numba, w_numba, b_numba = (t.data.as_numba() for t in (x, w, b))
-    y_numba = x.data.copy().as_numba()
+    y_numba = cuda_tensor(x_host, fake).data.as_numba()
 
     def forward_backward() -> None:
         F.layer_norm(leaf, SHAPE[1:], w, b, EPS).backward(grad)
@@ -83,22 +134,57 @@ def calls(rng: np.random.Generator) -> dict:
         "functional layer_norm": functional,
         "functional layer_norm + backward": forward_backward,
         "tensor x + x": lambda: x + x,
+        **(training_steps(rng) if fake else {}),
     }
+
+
+def training_steps(rng: np.random.Generator) -> dict:
+    """One training step of each of bench_training_cuda.py's models (its full configs), on random data."""
+    from bench_training_cuda import CONFIGS
+
+    cnn_config, lm_config = CONFIGS["full"]
+    vocab = 65  # the text corpus's character count
+    cnn = SmallCNN(norm="batchnorm", width=cnn_config.width).to("cuda")
+    lm = TinyTransformerLM(vocab, lm_config.d_model, lm_config.n_heads, lm_config.n_layers, lm_config.seq_len,
+                           norm="layernorm", placement="pre").to("cuda")
+    images = rng.standard_normal((cnn_config.batch_size, 1, 8, 8)).astype(np.float32)
+    cnn_batch = [tinynorm.tensor(images, device="cuda"),
+                 tinynorm.tensor(rng.integers(0, 10, cnn_config.batch_size), device="cuda")]
+    lm_batch = [tinynorm.tensor(rng.integers(0, vocab, (lm_config.batch_size, lm_config.seq_len)), device="cuda")
+                for _ in range(2)]
+    cnn_optimizer = tinynorm.optim.SGD(cnn.parameters(), lr=cnn_config.lr, momentum=0.9)
+    lm_optimizer = tinynorm.optim.Adam(lm.parameters(), lr=lm_config.lr)
+
+    def step(model, optimizer, inputs, labels) -> None:
+        optimizer.zero_grad()
+        logits = model(inputs)
+        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).backward()
+        optimizer.step()
+
+    return {"training step SmallCNN": lambda: step(cnn, cnn_optimizer, *cnn_batch),
+            "training step TinyTransformerLM": lambda: step(lm, lm_optimizer, *lm_batch)}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--simulator", action="store_true",
-                        help="Numba's CUDA simulator, launches counted instead of run: tinynorm's Python only")
+    proxies = parser.add_mutually_exclusive_group()
+    proxies.add_argument("--fake-device", action="store_true",
+                         help="numba-cuda's device arrays on fake addresses, launches counted: no GPU needed")
+    proxies.add_argument("--simulator", action="store_true",
+                         help="Numba's CUDA simulator, launches counted instead of run: tinynorm's Python only")
     parser.add_argument("--out", default="benchmarks/out/bench_host_overhead.json")
     args = parser.parse_args()
-    if not tinynorm.cuda.is_available():
-        print("no CUDA device: run on a GPU, or with --simulator")
+    if args.fake_device:
+        use_fake_device()
+    elif not tinynorm.cuda.is_available():
+        print("no CUDA device: run on a GPU, or with --fake-device or --simulator")
         return 1
-    todo = calls(np.random.default_rng(0))
+    todo = calls(np.random.default_rng(0), fake=args.fake_device)
+    launches = count_launches_instead() if args.fake_device else None
     for fn in todo.values():
         fn()  # compile (or, in the simulator, run) every kernel once before the launches are counted
-    launches = count_launches_instead() if args.simulator else None
+    if args.simulator:
+        launches = count_launches_instead()
     rows = []
     for name, fn in todo.items():
         fn()
@@ -110,9 +196,11 @@ def main() -> int:
         if launches is not None:
             row["launches"] = len(launches)
         rows.append(row)
-    if not args.simulator:
+    if launches is None:
         tinynorm.cuda.synchronize()
-    mode = "simulator, launches not run: tinynorm's Python only" if args.simulator else "GPU: Python + launches"
+    mode = ("simulator, launches not run: tinynorm's Python only" if args.simulator else
+            "fake device, launches not run: tinynorm's Python on numba-cuda's arrays" if args.fake_device else
+            "GPU: Python + launches")
     print(f"host time per call, {SHAPE} float32 ({mode})")
     print_table(rows, list(rows[0]))
     write_json(args.out, {"mode": mode, "shape": SHAPE, "rows": rows})

@@ -98,7 +98,7 @@ def to_numpy(a: CudaArray) -> np.ndarray:
     if not isinstance(a, CudaArray):
         raise TypeError(f"to_numpy: expected a CudaArray, got {type(a).__name__}")
     source = a.contiguous()
-    return source.storage[source.offset:source.offset + source.size].copy_to_host().reshape(a.shape)
+    return memory.view(source.storage, source.offset, source.size).copy_to_host().reshape(a.shape)
 
 
 def asarray(data: Any, dtype: Any = None) -> CudaArray:

@@ -157,6 +157,7 @@ def block_cache() -> BlockCache:
 
 
 if not config.ENABLE_CUDASIM:  # the simulator has no memory pointers (nor blocks to lend)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     from numba.cuda.cudadrv.driver import MemoryPointer, binding
 
     class LentPointer(MemoryPointer):
@@ -191,8 +192,6 @@ def empty(shape: Any, dtype: Any) -> Any:
     nbytes = math.prod(shape) * dtype.itemsize
     if config.ENABLE_CUDASIM or nbytes == 0:
         return cuda.device_array(shape, dtype=dtype)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
     pointer = lend(block_cache(), nbytes, _context())
     return DeviceNDArray(shape, _byte_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
 
@@ -224,8 +223,6 @@ def view(array: Any, offset: int, shape: Any) -> Any:
         raise ValueError(f"view: elements [{offset}, {offset + size}) are outside an array of {array.size}")
     if config.ENABLE_CUDASIM:
         return array.reshape(array.size)[offset:offset + size].reshape(shape)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
     itemsize = array.dtype.itemsize
     pointer = _sub_pointer(array.gpu_data, offset * itemsize, (offset + size) * itemsize)
     return DeviceNDArray(shape, _byte_strides(shape, itemsize), array.dtype, gpu_data=pointer)
