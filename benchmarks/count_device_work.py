@@ -8,11 +8,11 @@ cross-entropy, backward, Adam) is run with counters on:
   the host wait for the GPU to finish its queued work;
 - Numba device-array views made on the host: slices and reshapes through Numba's own indexing, and
   ``tinynorm.kernels.cuda.memory.view`` calls that make a new view. On a GPU these cost host time:
-  about 15 µs per Numba slice, 4.4 µs per reshape and 3.7 µs per ``memory.view``, measured with
+  about 15 µs per Numba slice, 4.4 µs per reshape and 2.9 µs per ``memory.view``, measured with
   numba-cuda 0.30.4's classes on this project's CPU machine (``tests/cuda/test_memory.py`` checks that
   the views agree). The ``view µs`` column multiplies the counts by those costs: an estimate, not a
   GPU measurement;
-- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 5.3 µs for
+- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 4.2 µs for
   the array, its block and the block's return, measured the same way.
 
 These are counts, so the simulator gives the GPU's numbers (it runs the same host code); only the
@@ -41,7 +41,7 @@ from tinynorm.kernels.cuda import launch, memory  # noqa: E402
 from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
 
 # Host microseconds per Numba view on a GPU machine's software stack (see the module docstring).
-VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 3.7}
+VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 2.9}
 
 
 def _in_kernel_or_view() -> bool:
