@@ -48,16 +48,14 @@ elif "--fake-device" in sys.argv:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
 
 import numpy as np  # noqa: E402
-from common import median_time, print_table, write_json  # noqa: E402
+from common import median_time, print_table, replace_kernel_launches, write_json  # noqa: E402
 
 import tinynorm  # noqa: E402
 import tinynorm.nn.functional as F  # noqa: E402
 from tinynorm.backends import cuda as backend  # noqa: E402
-from tinynorm.backends.cuda.array import CudaArray  # noqa: E402
 from tinynorm.kernels import cuda as kernels  # noqa: E402
-from tinynorm.kernels.cuda import _shared, launch, memory  # noqa: E402
+from tinynorm.kernels.cuda import _shared, memory  # noqa: E402
 from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
-from tinynorm.tensor import Tensor  # noqa: E402
 
 EPS = 1e-5
 SHAPE = (64, 64)
@@ -66,14 +64,7 @@ SHAPE = (64, 64)
 def count_launches_instead() -> list:
     """Replace every kernel module's ``launch`` with a counter; returns the list it appends to."""
     launches: list = []
-    original = launch.launch
-
-    def counted(*args, **kwargs) -> None:
-        launches.append(args[0])
-
-    for module in list(sys.modules.values()):
-        if getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda") and getattr(module, "launch", None) is original:
-            module.launch = counted
+    replace_kernel_launches(lambda kernel, *args, **kwargs: launches.append(kernel))
     return launches
 
 
@@ -102,24 +93,16 @@ def use_fake_device() -> None:
     _shared.cuda.get_current_device = real_device
 
 
-def cuda_tensor(host: np.ndarray, fake: bool, requires_grad: bool = False) -> Tensor:
-    """``tinynorm.tensor(host, device='cuda')``; on the fake device, an uninitialised one of its shape."""
-    if not fake:
-        return tinynorm.tensor(host, device="cuda", requires_grad=requires_grad)
-    tensor = Tensor._from_array(CudaArray(memory.empty(host.size, host.dtype), host.shape), "cuda")
-    return tensor.requires_grad_(requires_grad)
-
-
 def calls(rng: np.random.Generator, fake: bool = False) -> dict:
     """The timed calls, by level, on the same small inputs (and, on the fake device, the training steps)."""
     x_host = rng.standard_normal(SHAPE).astype(np.float32)
-    x = cuda_tensor(x_host, fake)
-    w = cuda_tensor(np.ones(SHAPE[1], np.float32), fake)
-    b = cuda_tensor(np.zeros(SHAPE[1], np.float32), fake)
-    leaf = cuda_tensor(x_host, fake, requires_grad=True)
-    grad = cuda_tensor(rng.standard_normal(SHAPE).astype(np.float32), fake)
+    x = tinynorm.tensor(x_host, device="cuda")
+    w = tinynorm.tensor(np.ones(SHAPE[1], np.float32), device="cuda")
+    b = tinynorm.tensor(np.zeros(SHAPE[1], np.float32), device="cuda")
+    leaf = tinynorm.tensor(x_host, device="cuda", requires_grad=True)
+    grad = tinynorm.tensor(rng.standard_normal(SHAPE).astype(np.float32), device="cuda")
     x_numba, w_numba, b_numba = (t.data.as_numba() for t in (x, w, b))
-    y_numba = cuda_tensor(x_host, fake).data.as_numba()
+    y_numba = x.data.copy().as_numba()
 
     def forward_backward() -> None:
         F.layer_norm(leaf, SHAPE[1:], w, b, EPS).backward(grad)
@@ -128,8 +111,11 @@ def calls(rng: np.random.Generator, fake: bool = False) -> dict:
         with tinynorm.no_grad():
             F.layer_norm(x, SHAPE[1:], w, b, EPS)
 
+    def kernel() -> None:
+        kernels.layer_norm_forward(x_numba, w_numba, b_numba, EPS, out=y_numba)
+
     return {
-        "kernel layer_norm_forward(out=)": lambda: kernels.layer_norm_forward(x_numba, w_numba, b_numba, EPS, out=y_numba),
+        "kernel layer_norm_forward(out=)": kernel,
         "backend layer_norm_forward": lambda: backend.layer_norm_forward(x.data, w.data, b.data, EPS),
         "functional layer_norm": functional,
         "functional layer_norm + backward": forward_backward,
@@ -179,8 +165,8 @@ def main() -> int:
     elif not tinynorm.cuda.is_available():
         print("no CUDA device: run on a GPU, or with --fake-device or --simulator")
         return 1
+    launches = count_launches_instead() if args.fake_device else None  # nothing may launch there
     todo = calls(np.random.default_rng(0), fake=args.fake_device)
-    launches = count_launches_instead() if args.fake_device else None
     for fn in todo.values():
         fn()  # compile (or, in the simulator, run) every kernel once before the launches are counted
     if args.simulator:

@@ -18,8 +18,9 @@ find first on their ``PYTHONPATH``; this script itself imports nothing but the s
 
 ``$OUT`` receives ``session.json`` (each step's command, exit status, seconds and outcome, and the
 environment), ``session.log`` (every step's whole output) and the steps' own JSON files: seven files.
-``--simulator`` runs the steps that have a simulator variant, in Numba's CUDA simulator, so that CI
-can check this script without a GPU.
+``--simulator`` rehearses the session without a GPU: the steps that have a simulator variant run in
+Numba's CUDA simulator (about 2.5 minutes on the 2-core CPU machine). CI tests the runner itself on
+quick stand-in steps (``tests/test_gpu_session.py``).
 """
 from __future__ import annotations
 
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=540,
                         help="seconds for all steps together (one device command may run 600)")
     parser.add_argument("--simulator", action="store_true",
-                        help="run the steps' simulator variants in Numba's CUDA simulator (for CI)")
+                        help="rehearse without a GPU: the steps' simulator variants, in Numba's CUDA simulator")
     args = parser.parse_args(argv)
     outcomes = run_session(STEPS, Path(args.out), args.budget, args.simulator)
     print("\n".join(f"{o.name:26} {o.status:10} {o.seconds:6.0f} s" for o in outcomes))

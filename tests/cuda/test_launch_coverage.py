@@ -49,7 +49,8 @@ FACTORY_ARGUMENTS = {
     "softmax.backward_kernel": (F32,),
 }
 # Cached functions that build device functions or compute values, not kernels.
-NOT_KERNEL_FACTORIES = {"_shared.sm_count", "memory.block_cache", "memory._context", "memory._byte_strides", "elementwise._with_three_arguments", "elementwise._loader",
+NOT_KERNEL_FACTORIES = {"_shared.sm_count", "memory.block_cache", "memory._context", "memory.contiguous_strides",
+                        "strided._unread_flag", "elementwise._with_three_arguments", "elementwise._loader",
                         "reductions._extreme_functions"}
 
 

@@ -14,26 +14,16 @@ copies to the host are explicit (``to_numpy``), as in PyTorch.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
 from ...kernels.cuda import memory
+from ...kernels.cuda.memory import contiguous_strides
 from ...kernels.cuda.strided import copy_strided
 
 Shape = tuple[int, ...]
-
-
-@functools.lru_cache(maxsize=4096)  # a training step meets the same few shapes again and again
-def contiguous_strides(shape: Shape) -> Shape:
-    """The element strides of a C-contiguous array of ``shape``."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _operator(name: str, reflected: bool = False) -> Any:

@@ -24,7 +24,7 @@ from numba import cuda, int32, int64
 
 from . import memory
 from .launch import jit, launch
-from .strided import THREADS, blocks_for, strided_offset, threads_for, unread_flag, zeros
+from .strided import THREADS, blocks_for, error_flag, strided_offset, threads_for
 
 INDEX_DTYPE = np.dtype(np.int64)
 MASK_CHUNK = 64  # mask entries per thread in nonzero: the host reads back one count per chunk
@@ -236,6 +236,14 @@ def _raise_out_of_range(indices: np.ndarray, sizes: tuple, axes: tuple) -> None:
             raise IndexError(f"index {wrong[0]} is out of bounds for axis {axis} with size {size}")
 
 
+def _flag(op: str, mode: str):
+    """The out-of-range flag for an index kernel in ``mode``: read back after ``'raise'``, unread after
+    ``'clip'`` (whose indices were checked before)."""
+    if mode not in ("raise", "clip"):
+        raise ValueError(f"{op}: mode must be 'raise' or 'clip', got {mode!r}")
+    return error_flag(np.int32, read=mode == "raise")
+
+
 def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str = "raise") -> tuple:
     """``(positions, keys)`` of the entries of ``indices`` (K, n), as int64 device arrays: the storage
     offsets ``sum_k wrap(indices[k]) * strides[k]``, and the C-order ranks of the wrapped index tuples
@@ -247,11 +255,9 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str
     set), so the host waits for the GPU. ``mode='clip'`` clips each index into range and reads nothing
     back: for indices the caller has checked already.
     """
-    if mode not in ("raise", "clip"):
-        raise ValueError(f"flat_positions: mode must be 'raise' or 'clip', got {mode!r}")
+    bad = _flag("flat_positions", mode)
     positions = memory.empty(indices.shape[1], INDEX_DTYPE)
     keys = memory.empty(indices.shape[1], INDEX_DTYPE)
-    bad = zeros(1, np.int32) if mode == "raise" else unread_flag(np.int32)
     _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:
         _raise_out_of_range(indices.copy_to_host(), sizes, axes)
@@ -316,9 +322,7 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
     """numpy's ``take_along_axis`` into the flat ``out`` of ``shape``, both operands as views broadcast to
     ``shape`` (``strides`` with 0 on ``axis``). ``mode='raise'``: IndexError (after a flag read back) for
     an index out of range; ``'clip'``: indices clipped into range, nothing read back (checked indices)."""
-    if mode not in ("raise", "clip"):
-        raise ValueError(f"take_along: mode must be 'raise' or 'clip', got {mode!r}")
-    bad = zeros(1, np.int32) if mode == "raise" else unread_flag(np.int32)
+    bad = _flag("take_along", mode)
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
             indices, indices_offset, indices_strides, shape, bad, mode == "clip")
     if mode == "raise" and bad.copy_to_host()[0]:

@@ -193,7 +193,7 @@ def empty(shape: Any, dtype: Any) -> Any:
     if config.ENABLE_CUDASIM or nbytes == 0:
         return cuda.device_array(shape, dtype=dtype)
     pointer = lend(block_cache(), nbytes, _context())
-    return DeviceNDArray(shape, _byte_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
+    return DeviceNDArray(shape, contiguous_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
 
 
 def to_device(array: np.ndarray) -> Any:
@@ -225,7 +225,7 @@ def view(array: Any, offset: int, shape: Any) -> Any:
         return array.reshape(array.size)[offset:offset + size].reshape(shape)
     itemsize = array.dtype.itemsize
     pointer = _sub_pointer(array.gpu_data, offset * itemsize, (offset + size) * itemsize)
-    return DeviceNDArray(shape, _byte_strides(shape, itemsize), array.dtype, gpu_data=pointer)
+    return DeviceNDArray(shape, contiguous_strides(shape, itemsize), array.dtype, gpu_data=pointer)
 
 
 def _sub_pointer(pointer: Any, start: int, stop: int) -> Any:
@@ -252,8 +252,9 @@ def _as_shape(shape: Any) -> tuple:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
 
 
-@functools.lru_cache(maxsize=4096)
-def _byte_strides(shape: tuple, itemsize: int) -> tuple:
+@functools.lru_cache(maxsize=4096)  # a training step meets the same few shapes again and again
+def contiguous_strides(shape: tuple, itemsize: int = 1) -> tuple:
+    """The strides of a C-contiguous array of ``shape``: in elements, or in bytes given ``itemsize``."""
     strides, step = [], itemsize
     for n in reversed(shape):
         strides.append(step)

@@ -23,7 +23,7 @@ from . import memory
 from ._shared import on_device
 from .conv import check_input
 from .launch import jit, launch
-from .strided import THREADS, blocks_for, unread_flag, zeros
+from .strided import THREADS, blocks_for, error_flag
 
 
 @cuda.jit(device=True)
@@ -173,7 +173,7 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int], checked:
     dx = memory.empty(x_shape, dtype=dy.dtype)
     planes = x_shape[0] * x_shape[1]
     if planes and dx.size:
-        invalid = unread_flag(np.int64) if checked else zeros(1, np.int64)
+        invalid = error_flag(np.int64, read=not checked)
         launch(_max_pool_backward_kernel, blocks_for(planes), THREADS, (dy, argmax, dx, dy.dtype.type(0), invalid))
         if not checked and invalid.copy_to_host()[0]:
             raise ValueError(f"argmax holds indices outside [0, {x_shape[2] * x_shape[3]}) for x_shape {x_shape}")

@@ -10,10 +10,11 @@ Shapes and strides travel as tuples of ints: Numba compiles one variant per numb
 :func:`collapse_dims` merges the dimensions that all arrays of a launch step through evenly, so a
 contiguous (or uniformly strided) operation runs as a 1-d one: fewer divisions per element in
 :func:`strided_offset` and fewer compiled variants. :func:`fill` and :func:`zeros` set flat arrays on
-the device.
+the device, and :func:`error_flag` gives kernels the flag they set on bad input.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -113,14 +114,14 @@ def zeros(size: int, dtype):
     return out
 
 
-_unread_flags: dict = {}
+def error_flag(dtype, read: bool = True):
+    """The 1-element flag a kernel sets when it meets bad input (an index out of range). When the caller
+    will read it: a new one, 0 until set. When it will not (the input was checked before): one flag per
+    dtype shared by all such calls, so they allocate and fill nothing; sharing is safe because nobody
+    reads it."""
+    return zeros(1, dtype) if read else _unread_flag(np.dtype(dtype))
 
 
-def unread_flag(dtype):
-    """A 1-element device array for a kernel's error flag that the caller will not read (its indices were
-    checked before): one per dtype, shared by all such calls, so they allocate and fill nothing. Sharing
-    is safe because nobody reads it; it lives as long as the process, like the CUDA context."""
-    dtype = np.dtype(dtype)
-    if dtype not in _unread_flags:
-        _unread_flags[dtype] = memory.empty(1, dtype)
-    return _unread_flags[dtype]
+@functools.cache  # lives as long as the process, like the CUDA context
+def _unread_flag(dtype: np.dtype):
+    return memory.empty(1, dtype)
