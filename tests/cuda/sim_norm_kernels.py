@@ -24,7 +24,9 @@ from tinynorm.kernels.cuda import (
     batch_norm_backward_elemt,
     batch_norm_backward_reduce,
     batch_norm_forward,
+    batch_norm_rstd,
     batch_norm_stats,
+    batch_norm_update_running,
     group_norm,
     group_norm_backward,
     group_norm_forward,
@@ -277,6 +279,42 @@ def test_batch_norm_constant_channel_is_finite(rng):
     np.testing.assert_array_equal(host(mean), 7.0)
     rstd = (1 / np.sqrt(host(var) + EPS)).astype(np.float32)
     assert np.isfinite(host(batch_norm_forward(x, mean, rstd, None, None))).all()
+
+
+@pytest.mark.parametrize("buffer_dtype", [np.float32, np.float16])
+def test_batch_norm_running_update_and_rstd_match_the_cpu_kernels(rng, buffer_dtype):
+    """One launch each: PyTorch's update (unbiased variance) in float32 arithmetic, rounded once into
+    float16 buffers (the CPU kernel rounds float16 after every operation, so it is no reference there)."""
+    from tinynorm.kernels import cpu
+
+    mean, var = random(rng, 6), rng.uniform(0.1, 3.0, 6).astype(np.float32)
+    running = [random(rng, 6, buffer_dtype), rng.uniform(0.5, 2.0, 6).astype(buffer_dtype)]
+    before = [r.astype(np.float64) for r in running]
+    exact = [0.7 * before[0] + 0.3 * mean.astype(np.float64), 0.7 * before[1] + 0.3 * var * (12 / 11)]
+    device_running = [cuda.to_device(r) for r in running]
+    batch_norm_update_running(*device_running, mean, var, 12, 0.3)
+    cpu.batch_norm_update_running(*running, mean, var, 12, 0.3)
+    for got, cpu_result, want in zip(device_running, running, exact):
+        assert host(got).dtype == buffer_dtype
+        if buffer_dtype == np.float32:
+            np.testing.assert_allclose(host(got), cpu_result, rtol=1e-6)
+        np.testing.assert_allclose(host(got), want, rtol=5e-4 if buffer_dtype == np.float16 else 1e-6)
+    rstd = batch_norm_rstd(var, EPS)
+    np.testing.assert_array_equal(host(rstd), cpu.batch_norm_rstd(var, EPS))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: batch_norm_update_running(np.zeros(3, np.float32), np.ones(3, np.float16), np.zeros(3, np.float32),
+                                       np.ones(3, np.float32), 4, 0.1), TypeError,
+     r"running_var must have dtype float32 \(the dtype of running_mean\), got float16"),
+    (lambda: batch_norm_update_running(*[np.ones(3, np.float32)] * 4, 1, 0.1), ValueError, "count must be"),
+    (lambda: batch_norm_update_running(*[np.ones(3, np.float32)] * 3, np.ones(3), 4, 0.1), TypeError,
+     "var must have dtype float32"),
+    (lambda: batch_norm_rstd(np.ones((2, 3), np.float32), EPS), ValueError, r"var must be 1-D \(C,\)"),
+])
+def test_batch_norm_running_update_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
 
 
 # --- GroupNorm and InstanceNorm ----------------------------------------------------------------------

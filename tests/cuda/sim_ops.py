@@ -383,3 +383,54 @@ def test_embedding_layer():
     for layer, device in ((cpu_layer, "cpu"), (cuda_layer, "cuda")):
         layer(tinynorm.tensor(ids, device=device)).backward(tinynorm.tensor(upstream, device=device))
     assert_close(cuda_layer.weight.grad, cpu_layer.weight.grad, "embedding gradient")
+
+
+# ------------------------------------------------------------------------------- launch counts
+@pytest.fixture
+def launches(monkeypatch) -> list:
+    """The kernels launched while a test runs, in order (each launch still runs)."""
+    import sys
+
+    from tinynorm.kernels.cuda import launch as launch_module
+
+    counted, original = [], launch_module.launch
+
+    def counting(kernel, *args, **kwargs):
+        counted.append(kernel)
+        return original(kernel, *args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda") and module.__dict__.get("launch") is original:
+            monkeypatch.setattr(module, "launch", counting)
+    return counted
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_one_launch_each_way(launches, approximate):
+    """Fused on the GPU: as array arithmetic, GELU took 5 launches forward and 11 backward."""
+    x = tinynorm.tensor(randn(3, 4), device="cuda", requires_grad=True)
+    upstream = tinynorm.tensor(randn(3, 4, seed=1), device="cuda")
+    y = F.gelu(x, approximate=approximate)
+    assert len(launches) == 1
+    y.backward(upstream)
+    assert len(launches) == 2
+
+
+def test_basic_index_gradient_is_a_fill_and_a_copy(launches):
+    """The gradient of ``x[1, :2]`` (ints and slices): zeros, then one strided copy; no scatter."""
+    x = tinynorm.tensor(randn(3, 4), device="cuda", requires_grad=True)
+    y = x[1, :2]
+    launches.clear()
+    y.backward(tinynorm.tensor(randn(2, seed=1), device="cuda"))
+    assert len(launches) == 2
+    want = np.zeros((3, 4), np.float32)
+    want[1, :2] = randn(2, seed=1)
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+def test_batch_norm_training_forward_launches(launches):
+    """Statistics (2), the batch count (1), the running statistics (1), rstd (1), the normalization (1):
+    the running statistics and rstd took 10 elementwise launches as array arithmetic."""
+    layer = nn.BatchNorm2d(3).to("cuda")
+    layer(tinynorm.tensor(randn(2, 3, 2, 2), device="cuda"))
+    assert len(launches) == 6

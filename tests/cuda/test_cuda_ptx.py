@@ -74,6 +74,7 @@ def _batch_group_cases(dtype):
         ("BN forward", batch_norm._forward_kernel, (x1, P1, P1, P1, P1, x1, I64, I64)),
         ("BN forward, no affine", batch_norm._forward_kernel, (x1, P1, P1, NONE, NONE, x1, I64, I64)),
         ("BN backward elemt", batch_norm._elemt_kernel, (x1, x1, P1, P1, P1, P1, P1, F32, x1, I64, I64)),
+        ("BN running update", batch_norm._update_running_kernel, (x1, x1, P1, P1, F32, F32, F32)),
         ("GN forward", group_norm._forward_kernel, (x3, I64, P1, P1, F32, x3, P2, P2, I64)),
         ("GN backward", group_norm._backward_kernel, (x3, x3, P2, P2, I64, P1, x3, P3)),
     ]
@@ -85,6 +86,7 @@ def _float32_only_cases():
         ("sum of partials", _reduce.sum_partials_kernel, (P3, P2)),
         ("BN merge statistics", batch_norm._merge_stats_kernel, (P3, P1, P1)),
         ("BN merge backward sums", batch_norm._merge_reduce_kernel, (P3, P1, P1, P1)),
+        ("BN rstd", batch_norm._rstd_kernel, (P1, F32, P1)),
     ]
 
 

@@ -51,7 +51,7 @@ FACTORY_ARGUMENTS = {
 # Cached functions that build device functions or compute values, not kernels.
 NOT_KERNEL_FACTORIES = {"_shared.sm_count", "memory.block_cache", "memory._context", "memory.contiguous_strides",
                         "strided._unread_flag", "elementwise._with_three_arguments", "elementwise._loader",
-                        "reductions._extreme_functions"}
+                        "reductions._extreme_functions", "elementwise.gelu_functions"}
 
 
 def _modules():

@@ -24,15 +24,16 @@ BINARY = ["add", "subtract", "multiply", "true_divide", "power", "maximum", "min
 COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 
-def _map_case(op_name, out_type, operands):
-    """(name, kernel, signature) of the map kernel for ``operands``: (numba type, is scalar) per position,
-    the type being both the argument's element type and the compute type it is cast to."""
+def _map_case(op_name, out_type, operands, op=None):
+    """(name, kernel, signature) of the map kernel of ``op`` (default: the operation ``op_name``) for
+    ``operands``: (numba type, is scalar) per position, the type being both the argument's element type
+    and the compute type it is cast to."""
     kinds, arguments = [], []
     for k in range(3):
         dtype, scalar = operands[k] if k < len(operands) else (BOOL, True)
         kinds.append((scalar, dtype))
         arguments += [dtype if scalar else array_type(dtype, 1), I64, STRIDES]
-    kernel = ew.map_kernel(getattr(ew, op_name), len(operands), tuple(kinds))
+    kernel = ew.map_kernel(op or getattr(ew, op_name), len(operands), tuple(kinds))
     signature = (array_type(out_type, 1), I64, STRIDES, STRIDES, I64, *arguments)
     shown = ", ".join(f"{'scalar ' if scalar else ''}{dtype}" for dtype, scalar in operands)
     return f"{op_name}({shown}) -> {out_type}", kernel, signature
@@ -57,6 +58,10 @@ def _cases(dtype):
         ("arange", ew.arange_kernel(dtype), (array_type(dtype, 1), dtype, dtype)),
         ("copy_strided", strided._copy_kernel, (array_type(dtype, 1), array_type(dtype, 1), I64, STRIDES, STRIDES)),
     ]
+    for approximate in ("none", "tanh"):  # the fused GELU, its constants typed like its operands
+        forward, backward = ew.gelu_functions(dtype, approximate)
+        cases += [_map_case(f"gelu[{approximate}]", dtype, [array], forward),
+                  _map_case(f"gelu_backward[{approximate}]", dtype, [array, array], backward)]
     return cases
 
 

@@ -10,7 +10,8 @@ import pytest
 from tinynorm.kernels.cpu import _shared, batch_norm, group_norm, layer_norm, rms_norm
 from tinynorm.kernels.cpu._config import PARALLEL_THRESHOLD
 from tinynorm.kernels.cpu.batch_norm import (batch_norm_backward, batch_norm_backward_elemt,
-                                             batch_norm_backward_reduce, batch_norm_forward, batch_norm_stats)
+                                             batch_norm_backward_reduce, batch_norm_forward, batch_norm_rstd,
+                                             batch_norm_stats, batch_norm_update_running)
 from tinynorm.kernels.cpu.group_norm import group_norm_backward, group_norm_forward
 from tinynorm.kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward
 from tinynorm.kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward
@@ -228,6 +229,32 @@ def test_batch_norm_reductions_add_up_across_processes():
     assert_close(dx, batch_norm_backward(dy, x, mean, rstd, None, True)[0], np.float64)
 
 
+@pytest.mark.parametrize("momentum", [0.1, 0.5])
+def test_batch_norm_running_update_matches_torch(momentum):
+    """The in-place update of the running statistics is PyTorch's: unbiased variance, momentum weights."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = random((6, 4, 5), np.float32, rng, 2.0)
+    running_mean, running_var = random(4, np.float32, rng), rng.uniform(0.5, 2.0, 4).astype(np.float32)
+    torch_mean, torch_var = torch.tensor(running_mean), torch.tensor(running_var)
+    torch.nn.functional.batch_norm(torch.tensor(x), torch_mean, torch_var, training=True, momentum=momentum)
+    mean, var = batch_norm_stats(x)
+    batch_norm_update_running(running_mean, running_var, mean, var, 30, momentum)
+    np.testing.assert_allclose(running_mean, torch_mean.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(running_var, torch_var.numpy(), rtol=1e-6)
+
+
+def test_batch_norm_running_update_and_rstd_against_formulas():
+    rng = np.random.default_rng(8)
+    mean, var = random(5, np.float64, rng), rng.uniform(0.1, 3.0, 5)
+    running_mean, running_var = random(5, np.float64, rng), rng.uniform(0.5, 2.0, 5)
+    want_mean, want_var = 0.75 * running_mean + 0.25 * mean, 0.75 * running_var + 0.25 * var * 10 / 9
+    batch_norm_update_running(running_mean, running_var, mean, var, 10, 0.25)
+    assert_close(running_mean, want_mean, np.float64)
+    assert_close(running_var, want_var, np.float64)
+    assert_close(batch_norm_rstd(var, EPS), 1 / np.sqrt(var + EPS), np.float64)
+
+
 # ---------------------------------------------------------------- against PyTorch
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layer_and_rms_norm_match_torch(dtype):
@@ -426,6 +453,11 @@ def test_empty_inputs_give_empty_outputs():
     (lambda: batch_norm_forward(np.ones((2, 3, 1)), np.zeros(2), np.ones(3), None, None), ValueError,
      r"mean must have shape \(3,\)"),
     (lambda: layer_norm_forward(np.ones((2, 3), np.float32), None, None, -1.0), ValueError, "eps must be"),
+    (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(3), np.ones(3), 1, 0.1), ValueError,
+     r"count must be an integer > 1 .*got 1"),
+    (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(2), np.ones(3), 4, 0.1), ValueError,
+     r"mean must have the shape of running_mean, \(C,\); got \(2,\) and \(3,\)"),
+    (lambda: batch_norm_rstd([1.0], EPS), TypeError, "var must be a float numpy.ndarray, got list"),
 ])
 def test_bad_input_raises_clear_error(call, error, message):
     with pytest.raises(error, match=message):

@@ -52,13 +52,15 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     zeros_like,
 )
 
-from ..kernels.cpu.activations import erf  # noqa: F401
+from ..kernels.cpu.activations import erf, gelu, gelu_backward  # noqa: F401
 from ..kernels.cpu.batch_norm import (  # noqa: F401
     batch_norm_backward,
     batch_norm_backward_elemt,
     batch_norm_backward_reduce,
     batch_norm_forward,
+    batch_norm_rstd,
     batch_norm_stats,
+    batch_norm_update_running,
 )
 from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401

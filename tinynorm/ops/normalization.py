@@ -192,7 +192,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
         mean, var = cast(running_mean.data, dtype), cast(running_var.data, dtype)
-    rstd = cast(1 / xp.sqrt(var + eps), dtype)
+    rstd = cast(xp.batch_norm_rstd(var, eps), dtype)
     return BatchNorm.apply(x, weight, bias, mean, rstd, training)
 
 
@@ -209,11 +209,10 @@ def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, v
     """``running = (1 - momentum) * running + momentum * batch``, in place, in the buffers' dtype.
 
     ``var`` is the biased variance of ``count`` values; the running variance tracks the unbiased one,
-    ``var * count / (count - 1)``, as PyTorch does.
+    ``var * count / (count - 1)``, as PyTorch does. One kernel (``batch_norm_update_running``): on the
+    GPU, array arithmetic would take seven launches.
     """
-    unbiased_var = var * (count / (count - 1))
-    for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
-        running.data[...] = (1 - momentum) * running.data + momentum * batch.astype(running.dtype)
+    running_mean._backend.batch_norm_update_running(running_mean.data, running_var.data, mean, var, count, momentum)
 
 
 def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,

@@ -24,9 +24,9 @@ from ...kernels.cuda import elementwise as kernels
 from . import creation, shape
 from .array import CudaArray
 
-__all__ = ["abs", "add", "clip", "cos", "equal", "erf", "exp", "greater", "greater_equal", "less", "less_equal", "log",
-           "logical_and", "logical_not", "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal",
-           "power", "sign", "sqrt", "square", "subtract", "tanh", "true_divide", "where"]
+__all__ = ["abs", "add", "clip", "cos", "equal", "erf", "exp", "gelu", "gelu_backward", "greater", "greater_equal",
+           "less", "less_equal", "log", "logical_and", "logical_not", "logical_or", "maximum", "minimum", "multiply",
+           "negative", "not_equal", "power", "sign", "sqrt", "square", "subtract", "tanh", "true_divide", "where"]
 
 Scalar = bool | int | float | np.generic
 Operand = CudaArray | Scalar
@@ -184,6 +184,21 @@ tanh = _function("tanh", kernels.tanh, 1, _floating)
 cos = _function("cos", kernels.cos, 1, _floating)
 erf = _function("erf", kernels.erf, 1, _floating)
 
+
+def gelu(x: Any, approximate: str = "none") -> CudaArray:
+    """GELU of ``x`` in one launch (tinynorm/kernels/cpu/activations.py has the formulas)."""
+    value = operand(x, "gelu")
+    result, compute = _floating([value], "gelu")
+    forward, _ = kernels.gelu_functions(_numba_type(compute), approximate)
+    return apply(forward, [value], result, [compute], None, "gelu")
+
+
+def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> CudaArray:
+    """``grad * GELU'(x)``, broadcast, in one launch."""
+    values = [operand(grad, "gelu_backward"), operand(x, "gelu_backward")]
+    result, compute = _floating(values, "gelu_backward")
+    _, backward = kernels.gelu_functions(_numba_type(compute), approximate)
+    return apply(backward, values, result, [compute, compute], None, "gelu_backward")
 
 def sign(x: Any, out: CudaArray | None = None) -> CudaArray:
     """-1, 0 or 1 by the sign of ``x`` (NaN stays NaN), in ``x``'s dtype (numpy's ``sign``)."""

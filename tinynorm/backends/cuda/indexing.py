@@ -26,6 +26,7 @@ from ...kernels.cuda import indexing as kernels
 from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided, fill, zeros
 from .array import CudaArray
+from .shape import is_basic_index
 
 __all__ = ["getitem", "index_add", "setitem", "take", "take_along_axis"]
 
@@ -266,6 +267,9 @@ def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False
         raise TypeError(f"index_add: values must be a CudaArray, got {type(values).__name__}")
     out = CudaArray.empty(shape, values.dtype)
     fill(out.storage, 0)
+    if is_basic_index(index):  # ints and slices never select an element twice: a strided copy will do
+        out[index] = values
+        return out
     layout = _resolve(out, index, "clip" if checked else "raise")
     _scatter(out, layout, _as_values(values, layout.result_shape, values.dtype), accumulate=True)
     return out

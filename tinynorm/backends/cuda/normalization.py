@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...kernels.cuda import batch_norm as _bn
 from ...kernels.cuda import group_norm as _gn
 from ...kernels.cuda import layer_norm as _ln
@@ -27,7 +29,9 @@ __all__ = [
     "batch_norm_backward_elemt",
     "batch_norm_backward_reduce",
     "batch_norm_forward",
+    "batch_norm_rstd",
     "batch_norm_stats",
+    "batch_norm_update_running",
     "group_norm_backward",
     "group_norm_forward",
     "layer_norm_backward",
@@ -164,3 +168,25 @@ def batch_norm_backward(dy: CudaArray, x: CudaArray, mean: CudaArray, rstd: Cuda
     op = "batch_norm_backward"
     return _wrap(*_bn.batch_norm_backward(_data(op, "dy", dy), _data(op, "x", x), _param(op, "mean", mean),
                                           _param(op, "rstd", rstd), _param(op, "weight", weight), bool(training)))
+
+
+def batch_norm_rstd(var: CudaArray, eps: float) -> CudaArray:
+    """``1 / sqrt(var + eps)`` per channel, float32 ``(C,)``, in one launch."""
+    return CudaArray.wrap(_bn.batch_norm_rstd(_param("batch_norm_rstd", "var", _float32(var)), eps))
+
+
+def batch_norm_update_running(running_mean: CudaArray, running_var: CudaArray, mean: CudaArray, var: CudaArray,
+                              count: int, momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * batch`` in place, the variance unbiased (see the
+    kernel). Statistics in float64 (SyncBatchNorm's, merged on the host) are rounded to float32 first."""
+    op = "batch_norm_update_running"
+    _bn.batch_norm_update_running(_param(op, "running_mean", running_mean), _param(op, "running_var", running_var),
+                                  _param(op, "mean", _float32(mean)), _param(op, "var", _float32(var)), count,
+                                  momentum)
+
+
+def _float32(array: Any) -> Any:
+    """A statistic as the kernels take it: float32 (a float64 CudaArray is converted; others pass to the checks)."""
+    if isinstance(array, CudaArray) and array.dtype == np.float64:
+        return array.astype(np.float32)
+    return array

@@ -350,3 +350,39 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
         mean_dy = mean_dy_xhat = np.zeros_like(sum_dy)
     dx = batch_norm_backward_elemt(dy, x, mean, rstd, weight, mean_dy, mean_dy_xhat)
     return dx, sum_dy_xhat, sum_dy
+
+
+def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
+    """``rstd = 1 / sqrt(var + eps)`` per channel, in ``var``'s dtype: the scale :func:`batch_norm_forward` takes."""
+    if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
+        raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
+    return 1 / np.sqrt(var + eps)
+
+
+def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray, mean: np.ndarray,
+                              var: np.ndarray, count: int, momentum: float) -> None:
+    """Update the running statistics in place, as PyTorch does:
+    ``running = (1 - momentum) * running + momentum * batch``, in the buffers' dtype.
+
+    ``mean`` and ``var`` are a batch's statistics over ``count`` values per channel (the biased
+    variance, :func:`batch_norm_stats`); the running variance tracks the unbiased one,
+    ``var * count / (count - 1)``.
+    """
+    check_running_update(running_mean, running_var, mean, var, count)
+    unbiased_var = var * (count / (count - 1))
+    for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
+        running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
+
+
+def check_running_update(running_mean: object, running_var: object, mean: object, var: object, count: int) -> None:
+    """The shapes :func:`batch_norm_update_running` needs (all ``(C,)``) and a count with a variance (> 1).
+
+    Shared with the CUDA kernel; each device checks the dtypes it takes.
+    """
+    channels = getattr(running_mean, "shape", None)
+    for name, array in (("running_var", running_var), ("mean", mean), ("var", var)):
+        if getattr(array, "shape", None) != channels or len(channels) != 1:
+            raise ValueError(f"{name} must have the shape of running_mean, (C,); got {getattr(array, 'shape', None)} "
+                             f"and {channels}")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count <= 1:
+        raise ValueError(f"count must be an integer > 1 (values per channel; one value has no variance), got {count!r}")

@@ -12,18 +12,23 @@ Chan's formula. All arithmetic is float32; ``x``/``dy``/``y``/``dx`` are float16
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, float32
 
+from ..cpu.batch_norm import check_running_update
 from . import memory
 from ._reduce import WARP_SIZE, block_sum
 from ._shared import (
     PARAM_DTYPE,
+    check_eps,
     check_input,
     check_like,
     check_param,
     check_stat,
     grid_size,
+    on_device,
     output,
     sm_count,
 )
@@ -82,6 +87,24 @@ def _merge_stats_kernel(part, mean, var):
             count = total
         mean[c] = m
         var[c] = max(m2 / count, float32(0))
+
+
+@jit
+def _rstd_kernel(var, eps, rstd):
+    """Thread c: ``rstd[c] = 1 / sqrt(var[c] + eps)``."""
+    c = cuda.grid(1)
+    if c < var.size:
+        rstd[c] = float32(1) / math.sqrt(var[c] + eps)
+
+
+@jit
+def _update_running_kernel(running_mean, running_var, mean, var, keep, momentum, correction):
+    """Thread c: ``running = keep * running + momentum * batch`` for the mean and the variance, the
+    batch variance made unbiased (times ``correction``); float32 arithmetic, stored in the buffers' dtype."""
+    c = cuda.grid(1)
+    if c < mean.size:
+        running_mean[c] = keep * float32(running_mean[c]) + momentum * mean[c]
+        running_var[c] = keep * float32(running_var[c]) + momentum * (var[c] * correction)
 
 
 @jit
@@ -270,3 +293,35 @@ def batch_norm_backward(dy, x, mean, rstd, weight, training: bool) -> tuple:
     weight = check_param("weight", weight, (x.shape[1],))
     factor = 1.0 / max(x.shape[0] * x.shape[2], 1) if training else 0.0
     return _elemt(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor), sum_dy_xhat, sum_dy
+
+
+def batch_norm_rstd(var, eps: float):
+    """``rstd = 1 / sqrt(var + eps)`` per channel: float32 ``(C,)`` from the float32 variances ``var``."""
+    var = on_device("var", var)
+    if var.ndim != 1:
+        raise ValueError(f"var must be 1-D (C,), got shape {var.shape}")
+    var = check_stat("var", var, var.shape)
+    rstd = memory.empty(var.size, PARAM_DTYPE)
+    if var.size:
+        launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps), rstd))
+    return rstd
+
+
+def batch_norm_update_running(running_mean, running_var, mean, var, count: int, momentum: float) -> None:
+    """Update the running statistics in place, as PyTorch does:
+    ``running = (1 - momentum) * running + momentum * batch``, in float32 arithmetic.
+
+    ``mean`` and ``var`` are float32 ``(C,)`` statistics of a batch of ``count`` values per channel (the
+    biased variance); the running variance tracks the unbiased one, ``var * count / (count - 1)``.
+    The buffers are float16 or float32 ``(C,)``, both of one dtype. One launch for the seven
+    elementwise operations this takes with array arithmetic.
+    """
+    running_mean = check_input("running_mean", running_mean, 1, "(C,)")
+    running_var = check_like("running_var", running_var, running_mean.shape, running_mean.dtype, of="running_mean")
+    check_running_update(running_mean, running_var, on_device("mean", mean), on_device("var", var), count)
+    mean = check_stat("mean", mean, running_mean.shape)
+    var = check_stat("var", var, running_mean.shape)
+    if mean.size:
+        launch(_update_running_kernel, grid_size(mean.size, THREADS), THREADS,
+               (running_mean, running_var, mean, var, np.float32(1 - momentum), np.float32(momentum),
+                np.float32(count / (count - 1))))

@@ -23,6 +23,7 @@ from typing import Any
 
 from numba import cuda, from_dtype, types
 
+from ..cpu.activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
 from .launch import jit, launch
 from .strided import blocks_for, collapse_dims, strided_offset, threads_for
 
@@ -182,6 +183,41 @@ def clip(a, low, high):
 def where(condition, a, b):
     return a if condition else b
 
+
+
+# ---------------------------------------------------------------------------------- fused GELU
+@functools.cache
+def gelu_functions(compute: types.Type, approximate: str) -> tuple[Callable, Callable]:
+    """GELU(x) and ``grad * GELU'(x)`` as device functions on values of the Numba type ``compute``.
+
+    The formulas are those of tinynorm/kernels/cpu/activations.py (``approximate`` 'none': erf,
+    'tanh': the tanh approximation); as array arithmetic they take 5 and 11 launches, as one map kernel
+    each they take one. Every constant is a ``compute`` value: a Python float would make float32 work
+    float64.
+    """
+    if approximate == "tanh":
+        @cuda.jit(device=True)
+        def forward(x):
+            inner = compute(SQRT_2_OVER_PI) * (x + compute(TANH_CUBIC) * x * x * x)
+            return compute(0.5) * x * (compute(1) + math.tanh(inner))
+
+        @cuda.jit(device=True)
+        def backward(grad, x):
+            t = math.tanh(compute(SQRT_2_OVER_PI) * (x + compute(TANH_CUBIC) * x * x * x))
+            d_inner = compute(SQRT_2_OVER_PI) * (compute(1) + compute(3 * TANH_CUBIC) * x * x)
+            half, one = compute(0.5), compute(1)
+            return grad * (half * (one + t) + half * x * (one - t * t) * d_inner)
+    else:
+        @cuda.jit(device=True)
+        def forward(x):
+            return compute(0.5) * x * (compute(1) + math.erf(x * compute(INV_SQRT_2)))
+
+        @cuda.jit(device=True)
+        def backward(grad, x):
+            cdf = compute(0.5) * (compute(1) + math.erf(x * compute(INV_SQRT_2)))
+            pdf = compute(INV_SQRT_2PI) * math.exp(compute(-0.5) * x * x)
+            return grad * (cdf + x * pdf)
+    return forward, backward
 
 # ----------------------------------------------------------------------------- kernel factory
 @functools.cache
