@@ -201,3 +201,35 @@ def test_backend_rejects_host_arrays():
     b = device_view(np.zeros((3, 2), np.float32))
     with pytest.raises(TypeError, match="a must be a CudaArray, got ndarray"):
         linalg.matmul(np.zeros((4, 3), np.float32), b)
+
+
+# ------------------------------------------------------------------- linear: the bias in the GEMM
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_linear_adds_the_bias_in_one_launch(rng, monkeypatch, dtype):
+    """``x @ w.T + b`` (F.linear) is one GEMM launch: the bias is added to the float32 sums before the
+    result is rounded to its dtype, for every row of a batched input and across tile edges."""
+    x, w, b = operand(rng, (2, 70, 20), dtype), operand(rng, (67, 20), dtype), operand(rng, 67, dtype)
+    launches, real = [], kernels.launch
+    monkeypatch.setattr(kernels, "launch", lambda *args: (launches.append(args[0]), real(*args)))
+    result = to_host(linalg.linear(device_view(x), device_view(w), device_view(b)))
+    assert len(launches) == 1
+    expected = np.matmul(x.astype(np.float64), w.T.astype(np.float64)) + b
+    bound = TOLERANCE[dtype] * (np.matmul(np.abs(x).astype(np.float64), np.abs(w.T).astype(np.float64)) + np.abs(b))
+    assert result.dtype == dtype and result.shape == (2, 70, 67)
+    error = np.abs(result - expected)
+    assert np.all(error <= bound), f"max error {error.max()}"
+
+
+def test_linear_with_a_bias_of_another_dtype_follows_numpy(rng):
+    """A float64 bias on a float32 product is a separate add, promoted as numpy promotes ``out + bias``."""
+    x, w, b = operand(rng, (5, 18)), operand(rng, (3, 18)), operand(rng, 3, np.float64)
+    result = to_host(linalg.linear(device_view(x), device_view(w), device_view(b)))
+    assert result.dtype == np.float64
+    np.testing.assert_allclose(result, np.matmul(x, w.T).astype(np.float64) + b, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_bias_must_match_the_output_columns():
+    a = cuda.to_device(np.ones(16, np.float32))  # A (3, 4) and B (4, 4) read the same storage
+    out = cuda.device_array((1, 3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"bias must have shape \(4,\), got \(3,\)"):
+        kernels.matmul_strided(a, (0, 4, 1), a, (0, 4, 1), (1,), 4, out, cuda.to_device(np.ones(3, np.float32)))

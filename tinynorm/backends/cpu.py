@@ -133,6 +133,12 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad.reshape(shape)
 
 
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """``x @ weight.T + bias`` (PyTorch's ``F.linear``; the CUDA backend adds the bias inside its GEMM)."""
+    out = np.matmul(x, weight.T)
+    return out if bias is None else out + bias
+
+
 def take_along_axis(arr: np.ndarray, indices: np.ndarray, axis: int, checked: bool = False) -> np.ndarray:
     """numpy's ``take_along_axis``; ``checked`` (indices known to be in range) matters only on the CUDA
     device, where checking them makes the host wait for the GPU."""

@@ -64,8 +64,7 @@ class Linear(Function):
                 f"{tuple(weight.shape)} expects {weight.shape[1]}"
             )
         ctx.save_for_backward(x, weight)
-        out = ctx.xp.matmul(x, weight.T)
-        return out if bias is None else out + bias
+        return ctx.xp.linear(x, weight, bias)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:

@@ -18,7 +18,7 @@ import numpy as np
 from ...kernels.cuda.matmul import accumulator_dtype, matmul_strided
 from .array import CudaArray
 
-__all__ = ["matmul"]
+__all__ = ["linear", "matmul"]
 
 Shape = tuple[int, ...]
 
@@ -58,9 +58,22 @@ def _readable(array: CudaArray) -> CudaArray:
     return array.contiguous() if any(s < 0 for s in array.strides) else array
 
 
-def matmul(a: CudaArray, b: CudaArray) -> CudaArray:
+def linear(x: CudaArray, weight: CudaArray, bias: CudaArray | None = None) -> CudaArray:
+    """``x @ weight.T + bias`` (PyTorch's ``F.linear``): the GEMM adds the bias as it writes each output,
+    one launch instead of two, when the bias is ``(out_features,)`` of the product's dtype (else the sum
+    is a separate elementwise add, with numpy's dtype promotion)."""
+    if bias is None:
+        return matmul(x, weight.T)
+    product_dtype = np.result_type(x.dtype, weight.dtype)
+    if not isinstance(bias, CudaArray) or bias.shape != weight.shape[:1] or bias.dtype != product_dtype:
+        return matmul(x, weight.T) + bias
+    return matmul(x, weight.T, bias)
+
+
+def matmul(a: CudaArray, b: CudaArray, bias: CudaArray | None = None) -> CudaArray:
     """``a @ b`` with numpy's semantics (see the module docstring); a ``ValueError`` when the inner
-    dims differ or the batch dims do not broadcast."""
+    dims differ or the batch dims do not broadcast. ``bias`` (used by :func:`linear`): a C-contiguous
+    ``(N,)`` array of the result's dtype added to every row of the product, in the kernel."""
     for name, array in (("a", a), ("b", b)):
         if not isinstance(array, CudaArray):
             raise TypeError(f"matmul: {name} must be a CudaArray, got {type(array).__name__}")
@@ -81,14 +94,14 @@ def matmul(a: CudaArray, b: CudaArray) -> CudaArray:
         raise ValueError(f"matmul: the batch dims of a {a.shape} and b {b.shape} do not broadcast") from None
     out = CudaArray.empty((*batch_shape, rows, cols), dtype)
     if out.size:
-        _launch(a2, b2, batch_shape, out)
+        _launch(a2, b2, batch_shape, out, bias)
     # Drop the dims numpy added for 1-D operands; the result stays C-contiguous.
     shape = batch_shape + ((rows,) if a.ndim > 1 else ()) + ((cols,) if b.ndim > 1 else ())
     return CudaArray(out.storage, shape)
 
 
-def _launch(a: CudaArray, b: CudaArray, batch_shape: Shape, out: CudaArray) -> None:
-    """Fill the C-contiguous ``out`` ``(*batch_shape, M, N)`` with ``a @ b``, as one ``(B*M, K)``
+def _launch(a: CudaArray, b: CudaArray, batch_shape: Shape, out: CudaArray, bias: CudaArray | None) -> None:
+    """Fill the C-contiguous ``out`` ``(*batch_shape, M, N)`` with ``a @ b (+ bias)``, as one ``(B*M, K)``
     product when ``b`` is shared by the whole batch and ``a``'s batch and row dims merge."""
     rows, inner = a.shape[-2:]
     cols = b.shape[-1]
@@ -104,4 +117,5 @@ def _launch(a: CudaArray, b: CudaArray, batch_shape: Shape, out: CudaArray) -> N
         batch_shape = (1,)
         a_strides, b_strides = (0,) + a_strides, (0,) + b_strides
     products = out.as_numba((math.prod(batch_shape), rows, cols))
-    matmul_strided(a.flat_storage(), a_strides, b.flat_storage(), b_strides, batch_shape, inner, products)
+    matmul_strided(a.flat_storage(), a_strides, b.flat_storage(), b_strides, batch_shape, inner, products,
+                   None if bias is None else bias.as_numba())

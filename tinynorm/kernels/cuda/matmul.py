@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype
 
-from ._shared import grid_size, on_device, output
+from ._shared import check_like, grid_size, on_device, output
 from . import memory
 from .launch import jit, launch
 from .strided import strided_offset
@@ -82,15 +82,17 @@ def gemm_kernel(accumulator: np.dtype) -> Any:
     """The GEMM kernel summing in ``accumulator`` (float32, float64 or int64), compiled lazily per
     operand dtype, layout and number of batch dims.
 
-    ``kernel(a, a_strides, b, b_strides, batch_shape, inner, out)``: ``a`` and ``b`` are flat
+    ``kernel(a, a_strides, b, b_strides, batch_shape, inner, bias, out)``: ``a`` and ``b`` are flat
     storages, ``a_strides`` the element strides of the dims ``(*batch_shape, M, K)`` of ``A`` (its
     first ``len(batch_shape)`` strides are the batch strides, read by ``strided_offset``),
-    ``b_strides`` those of ``(*batch_shape, K, N)``, ``inner`` is ``K`` and ``out`` is ``(batches, M, N)``.
+    ``b_strides`` those of ``(*batch_shape, K, N)``, ``inner`` is ``K``, ``bias`` an ``(N,)`` array
+    added to every row as the outputs are written (or None, compiled away) and ``out`` is
+    ``(batches, M, N)``.
     """
     acc = from_dtype(np.dtype(accumulator))
 
     @jit
-    def kernel(a, a_strides, b, b_strides, batch_shape, inner, out):
+    def kernel(a, a_strides, b, b_strides, batch_shape, inner, bias, out):
         batches, rows, cols = out.shape
         row_tiles = (rows + TILE - 1) // TILE
         col_tiles = (cols + TILE - 1) // TILE
@@ -129,6 +131,8 @@ def gemm_kernel(accumulator: np.dtype) -> Any:
                 for j in range(PER_THREAD):
                     col = col0 + tx + j * SIDE
                     if row < rows and col < cols:
+                        if bias is not None:
+                            sums[i, j] += acc(bias[col])
                         out[batch, row, col] = sums[i, j]
 
     return kernel
@@ -152,13 +156,15 @@ def _check_operand(name: str, storage: Any, shape: tuple, strides: tuple) -> Non
 
 
 def matmul_strided(a: Any, a_strides: tuple, b: Any, b_strides: tuple, batch_shape: tuple, inner: int,
-                   out: Any) -> None:
-    """``out[p] = A[p] @ B[p]`` for strided operands on flat device storages (nothing is copied).
+                   out: Any, bias: Any = None) -> None:
+    """``out[p] = A[p] @ B[p] (+ bias)`` for strided operands on flat device storages (nothing is copied).
 
     ``A`` is ``a`` seen with the dims ``(*batch_shape, M, K)`` and element strides ``a_strides``,
     ``B`` is ``b`` with the dims ``(*batch_shape, K, N)`` and ``b_strides`` (stride 0 broadcasts),
     ``inner`` is ``K``, and ``out`` a C-contiguous ``(prod(batch_shape), M, N)`` device array whose
     dtype receives the sums (see :func:`accumulator_dtype`). ``batch_shape`` has at least one dim.
+    ``bias``, a C-contiguous ``(N,)`` array of ``out``'s dtype, is added to every row of every product
+    in the accumulator dtype before the result is rounded (``F.linear``'s bias, without a second launch).
     """
     batch_shape = tuple(int(n) for n in batch_shape)
     if not batch_shape:
@@ -172,11 +178,13 @@ def matmul_strided(a: Any, a_strides: tuple, b: Any, b_strides: tuple, batch_sha
     b_strides = tuple(int(s) for s in b_strides)
     _check_operand("a", a, (*batch_shape, rows, inner), a_strides)
     _check_operand("b", b, (*batch_shape, inner, cols), b_strides)
+    if bias is not None:
+        bias = check_like("bias", bias, (cols,), out.dtype, of="out")
     if not out.size:
         return
     tiles = batches * -(-rows // TILE) * -(-cols // TILE)
     kernel = gemm_kernel(accumulator_dtype(out.dtype))
-    launch(kernel, grid_size(tiles, 1), BLOCK, (a, a_strides, b, b_strides, batch_shape, int(inner), out))
+    launch(kernel, grid_size(tiles, 1), BLOCK, (a, a_strides, b, b_strides, batch_shape, int(inner), bias, out))
 
 
 def _batched(name: str, array: Any) -> tuple:
