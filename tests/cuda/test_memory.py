@@ -179,6 +179,36 @@ def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
     assert again.shape == (7,) and again.device_ctypes_pointer.value == address
 
 
+
+@pytest.mark.parametrize("shape, dtype", [((3, 5), "float32"), ((7,), "int64"), ((2, 1, 4), "float16"), ((), "float32")])
+def test_contiguous_device_array_is_numbas_array_built_faster(shape, dtype):
+    """``ContiguousDeviceArray`` (what ``memory.empty`` and ``memory.view`` make) has every attribute
+    Numba's constructor sets, with the same values, types as the same Numba array type, and slices and
+    reshapes as Numba's own array does (through the dummy array it builds when asked)."""
+    import numpy as np
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    cache, _ = make_cache()
+    dtype = np.dtype(dtype)
+    pointer = memory.lend(cache, max(1, int(np.prod(shape))) * dtype.itemsize)
+    ours = memory.ContiguousDeviceArray.make(shape, dtype, pointer)
+    numbas = DeviceNDArray(shape, memory.contiguous_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
+    assert isinstance(ours, DeviceNDArray)
+    for name in ("shape", "strides", "dtype", "size", "ndim", "alloc_size", "gpu_data", "stream", "nbytes"):
+        assert getattr(ours, name) == getattr(numbas, name), name
+    assert ours._numba_type_ == numbas._numba_type_
+    assert ours.is_c_contiguous() and numbas.is_c_contiguous()
+    assert ours.flags == numbas.flags and ours.__cuda_array_interface__ == numbas.__cuda_array_interface__
+    if ours.ndim:
+        pairs = [(ours.reshape(-1), numbas.reshape(-1)),
+                 (ours._do_getitem(slice(None, None, 2)), numbas._do_getitem(slice(None, None, 2)))]
+        if ours.ndim > 1:  # (an integer index into a 1-D array reads an element: that needs a GPU)
+            pairs.append((ours._do_getitem(0), numbas._do_getitem(0)))
+        for got, want in pairs:
+            assert (got.shape, got.strides, got.device_ctypes_pointer.value) == \
+                (want.shape, want.strides, want.device_ctypes_pointer.value)
+            assert got.is_c_contiguous() == want.is_c_contiguous() or want.shape[0] == 1
+
 def _device_array(cache, shape, dtype):
     """A Numba device array on a lent block, as ``memory.empty`` makes on a GPU."""
     import numpy as np
