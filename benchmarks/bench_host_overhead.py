@@ -19,15 +19,18 @@ small float32 inputs, as back-to-back calls:
   ``bench_training_cuda.py`` times whole on a GPU (the simulator would take minutes per step).
 
 On a GPU (``python benchmarks/bench_host_overhead.py``) the times include the launches (through
-tinynorm's driver-level launch) and the caching allocator. Two proxies run without a GPU, with every
-launch replaced by a counter, so they time tinynorm's own Python and no GPU work:
+tinynorm's driver-level launch) and the caching allocator. Two proxies run without a GPU and time
+tinynorm's own Python, no GPU work:
 
 - ``--fake-device``: numba-cuda's real device arrays and memory pointers, on made-up device addresses
   (the caching allocator takes its blocks from a fake driver; copies between host and device do
-  nothing, and reads back return zeros). Everything a call does on the host but the launch itself and
-  the driver's copies: the closer proxy.
+  nothing, and reads back return zeros), and tinynorm's own launch path down to the driver call: the
+  plans of ``kernels/cuda/launch.py`` fill their parameter blocks and call a stand-in driver that
+  records the launch (Numba's dispatcher, taken by a kernel's first launch, only records it). Everything
+  a call does on the host but the driver's own work: the closer proxy. The column "via dispatcher"
+  counts launches that missed the driver-level path (0 expected).
 - ``--simulator``: Numba's CUDA simulator, whose device arrays are host numpy arrays, cheaper to make
-  and view than numba-cuda's.
+  and view than numba-cuda's; launches are replaced by a counter.
 
 Proxies are what a machine without a GPU can track, not GPU figures. The table gives the median
 microseconds per call and the kernel launches per call; the JSON keeps both.
@@ -65,6 +68,41 @@ def count_launches_instead() -> list:
     """Replace every kernel module's ``launch`` with a counter; returns the list it appends to."""
     launches: list = []
     replace_kernel_launches(lambda kernel, *args, **kwargs: launches.append(kernel))
+    return launches
+
+
+class CountingDriver:
+    """Stands in for ``cuda.bindings.driver`` in the launch plans: ``cuLaunchKernel`` records the launch."""
+
+    CUresult = SimpleNamespace(CUDA_SUCCESS=0)
+    CUstream = int
+
+    def __init__(self, launches: list) -> None:
+        self.launches = launches
+
+    def cuLaunchKernel(self, function, *configuration) -> tuple:  # noqa: N802  (the driver's name)
+        self.launches.append(("driver", function))
+        return (self.CUresult.CUDA_SUCCESS,)
+
+
+def launch_through_a_counting_driver() -> list:
+    """On the fake device, launch through tinynorm's own ``launch`` (the driver-level path a GPU takes),
+    with every driver call recorded instead of made; returns the list of launches.
+
+    Numba's dispatcher, which compiles a kernel and launches it the first time, records the launch and
+    does nothing else (there is no GPU to compile for); the plan it would leave is made for the
+    counting driver. Every later launch then runs all of the fast path's Python (argument keys,
+    parameter block) up to the driver call. Launches that stay on the dispatcher are recorded as such.
+    """
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    from tinynorm.kernels.cuda import launch
+
+    launches: list = []
+    driver = CountingDriver(launches)
+    CUDADispatcher.__getitem__ = lambda kernel, configuration: lambda *args: launches.append(("dispatcher", kernel))
+    launch._make_plan = lambda kernel, args: launch._Plan(driver, kernel, tuple(map(kernel.typeof_pyval, args)), args)
+    launch.set_fast_launch(True)
     return launches
 
 
@@ -165,7 +203,7 @@ def main() -> int:
     elif not tinynorm.cuda.is_available():
         print("no CUDA device: run on a GPU, or with --fake-device or --simulator")
         return 1
-    launches = count_launches_instead() if args.fake_device else None  # nothing may launch there
+    launches = launch_through_a_counting_driver() if args.fake_device else None  # nothing may launch there
     todo = calls(np.random.default_rng(0), fake=args.fake_device)
     for fn in todo.values():
         fn()  # compile (or, in the simulator, run) every kernel once before the launches are counted
@@ -181,6 +219,8 @@ def main() -> int:
         row = {"call": name, "host us": seconds * 1e6}
         if launches is not None:
             row["launches"] = len(launches)
+        if args.fake_device:
+            row["via dispatcher"] = sum(path == "dispatcher" for path, _ in launches)
         rows.append(row)
     if launches is None:
         tinynorm.cuda.synchronize()

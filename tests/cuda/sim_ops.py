@@ -400,7 +400,8 @@ def launches(monkeypatch) -> list:
         return original(kernel, *args, **kwargs)
 
     for module in list(sys.modules.values()):
-        if getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda") and module.__dict__.get("launch") is original:
+        in_package = getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda")
+        if in_package and module.__dict__.get("launch") is original:
             monkeypatch.setattr(module, "launch", counting)
     return counted
 

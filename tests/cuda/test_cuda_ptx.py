@@ -265,7 +265,8 @@ def _device_array(ty, address):
     dtype = np.dtype(str(ty.dtype))
     shape = (3, 5, 7, 2)[:ty.ndim]
     strides = tuple(int(np.prod(shape[d + 1:])) * dtype.itemsize for d in range(ty.ndim))
-    memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_void_p(address))
+    from numba.cuda.cudadrv.driver import MemoryPointer, binding
+    memory = MemoryPointer(None, binding.CUdeviceptr(address), int(np.prod(shape)) * dtype.itemsize)
     return DeviceNDArray(shape, strides, dtype, gpu_data=memory)
 
 
@@ -319,6 +320,7 @@ class _RecordingDriver:
     ``kernelParams`` block as the real driver does (``sizes[i]`` bytes from pointer ``i``)."""
 
     CUresult = SimpleNamespace(CUDA_SUCCESS=0)
+    CUstream = int
 
     def __init__(self, sizes):
         self.sizes, self.launches = sizes, []
@@ -334,15 +336,14 @@ def test_plan_block_matches_numbas_block(compile_kernel):
     """A plan's reused parameter block, refilled for new arguments, holds exactly the bytes numba-cuda's
     own block holds (a fake driver reads it the way ``cuLaunchKernel`` does); a plan whose sizes
     differ from the driver's ``arguments_info`` is refused."""
-    from tinynorm.kernels.cuda.launch import _Plan
+    from tinynorm.kernels.cuda.launch import _check_parameter_sizes, _Plan
     for name, kernel, signature in _launch_cases():
         compiled, sizes = compile_kernel(kernel, signature)
         info = [SimpleNamespace(size=size) for size in sizes]
         cufunc = SimpleNamespace(handle=0x1234, kernel=SimpleNamespace(arguments_info=info))
-        fake = SimpleNamespace(get_cufunc=lambda cufunc=cufunc: cufunc)
         first = _arguments(signature)
-        plan = _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
-        plan.driver = _RecordingDriver(sizes)
+        plan = _Plan(_RecordingDriver(sizes), cufunc.handle, compiled.argument_types, first)
+        _check_parameter_sizes(cufunc, plan.sizes)
         moved = tuple(_device_array(a._numba_type_, 0x7E00_0000_0000) if hasattr(a, "gpu_data") else a for a in first)
         for args in (first, moved):
             plan.launch((4, 2, 1), (128, 1, 1), 256, args)
@@ -350,7 +351,7 @@ def test_plan_block_matches_numbas_block(compile_kernel):
             assert plan.driver.launches[-1] == expected, name
         info.pop()
         with pytest.raises(ValueError, match="parameter sizes"):
-            _Plan(SimpleNamespace(_codelibrary=fake), compiled.argument_types, first)
+            _check_parameter_sizes(cufunc, plan.sizes)
 
 
 def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):

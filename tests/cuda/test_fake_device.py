@@ -1,11 +1,12 @@
 """tinynorm's CUDA host code on numba-cuda's real device arrays, without a GPU.
 
 ``benchmarks/bench_host_overhead.py --fake-device`` gives the caching allocator blocks at made-up
-addresses and counts launches instead of running them; every Python line of a norm call, an elementwise
-op and a whole training step of both models then runs on the same device-array and memory-pointer classes
-as on a GPU. The simulator cannot show this: its device arrays are numpy arrays. So this catches host
-code that would fail on a GPU's arrays (a method the simulator's arrays have and numba-cuda's lack, a
-view that needs a CUDA context), and it checks the tool that reports the host time per call.
+addresses and launches through tinynorm's driver-level path onto a driver stand-in that records the
+launches; every Python line of a norm call, an elementwise op and a whole training step of both models
+then runs on the same device-array and memory-pointer classes, and the same launch plans, as on a GPU.
+The simulator cannot show this: its device arrays are numpy arrays. So this catches host code that
+would fail on a GPU's arrays (a method the simulator's arrays have and numba-cuda's lack, a view that
+needs a CUDA context), and it checks the tool that reports the host time per call.
 """
 import json
 import os
@@ -34,3 +35,6 @@ def test_norm_calls_and_training_steps_run_on_numba_cuda_arrays(tmp_path):
     for model in ("SmallCNN", "TinyTransformerLM"):
         step = rows[f"training step {model}"]
         assert step["launches"] > 100 and step["host us"] > 0, step
+    # Every launch after the first of its kind takes the driver-level path: no argument of a training
+    # step falls back to Numba's dispatcher (a broadcast or non-contiguous array would).
+    assert all(row["via dispatcher"] == 0 for row in rows.values()), rows

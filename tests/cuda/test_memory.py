@@ -180,7 +180,8 @@ def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
 
 
 
-@pytest.mark.parametrize("shape, dtype", [((3, 5), "float32"), ((7,), "int64"), ((2, 1, 4), "float16"), ((), "float32")])
+@pytest.mark.parametrize("shape, dtype", [((3, 5), "float32"), ((7,), "int64"), ((2, 1, 4), "float16"),
+                                          ((), "float32")])
 def test_contiguous_device_array_is_numbas_array_built_faster(shape, dtype):
     """``ContiguousDeviceArray`` (what ``memory.empty`` and ``memory.view`` make) has every attribute
     Numba's constructor sets, with the same values, types as the same Numba array type, and slices and

@@ -20,6 +20,6 @@ from .group_norm import group_norm_backward, group_norm_forward
 from .layer_norm import layer_norm_backward, layer_norm_forward
 from .rms_norm import rms_norm_backward, rms_norm_forward
 
-__all__ = ["batch_norm_backward", "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_forward", "batch_norm_rstd",
-           "batch_norm_stats", "batch_norm_update_running", "group_norm_backward", "group_norm_forward", "layer_norm_backward",
-           "layer_norm_forward", "rms_norm_backward", "rms_norm_forward"]
+__all__ = ["batch_norm_backward", "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_forward",
+           "batch_norm_rstd", "batch_norm_stats", "batch_norm_update_running", "group_norm_backward",
+           "group_norm_forward", "layer_norm_backward", "layer_norm_forward", "rms_norm_backward", "rms_norm_forward"]
