@@ -458,6 +458,10 @@ def test_empty_inputs_give_empty_outputs():
     (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(2), np.ones(3), 4, 0.1), ValueError,
      r"mean must have the shape of running_mean, \(C,\); got \(2,\) and \(3,\)"),
     (lambda: batch_norm_rstd([1.0], EPS), TypeError, "var must be a float numpy.ndarray, got list"),
+    (lambda: batch_norm_update_running(np.zeros((3, 1)), np.ones(3), np.zeros(3), np.ones(3), 4, 0.1), ValueError,
+     r"running_mean must be 1-D \(C,\), got shape \(3, 1\)"),
+    (lambda: batch_norm_update_running(np.zeros(3), [1.0] * 3, np.zeros(3), np.ones(3), 4, 0.1), TypeError,
+     "running_var must be an array, got list"),
 ])
 def test_bad_input_raises_clear_error(call, error, message):
     with pytest.raises(error, match=message):

@@ -200,6 +200,7 @@ def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> CudaArray:
     _, backward = kernels.gelu_functions(_numba_type(compute), approximate)
     return apply(backward, values, result, [compute, compute], None, "gelu_backward")
 
+
 def sign(x: Any, out: CudaArray | None = None) -> CudaArray:
     """-1, 0 or 1 by the sign of ``x`` (NaN stays NaN), in ``x``'s dtype (numpy's ``sign``)."""
     value = operand(x, "sign")

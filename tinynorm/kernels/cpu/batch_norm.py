@@ -379,10 +379,15 @@ def check_running_update(running_mean: object, running_var: object, mean: object
 
     Shared with the CUDA kernel; each device checks the dtypes it takes.
     """
-    channels = getattr(running_mean, "shape", None)
+    for name, array in (("running_mean", running_mean), ("running_var", running_var), ("mean", mean), ("var", var)):
+        if not hasattr(array, "shape"):
+            raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+    channels = tuple(running_mean.shape)
+    if len(channels) != 1:
+        raise ValueError(f"running_mean must be 1-D (C,), got shape {channels}")
     for name, array in (("running_var", running_var), ("mean", mean), ("var", var)):
-        if getattr(array, "shape", None) != channels or len(channels) != 1:
-            raise ValueError(f"{name} must have the shape of running_mean, (C,); got {getattr(array, 'shape', None)} "
+        if tuple(array.shape) != channels:
+            raise ValueError(f"{name} must have the shape of running_mean, (C,); got {tuple(array.shape)} "
                              f"and {channels}")
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count <= 1:
         raise ValueError(f"count must be an integer > 1 (values per channel; one value has no variance), got {count!r}")

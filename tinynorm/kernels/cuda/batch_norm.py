@@ -318,7 +318,8 @@ def batch_norm_update_running(running_mean, running_var, mean, var, count: int, 
     """
     running_mean = check_input("running_mean", running_mean, 1, "(C,)")
     running_var = check_like("running_var", running_var, running_mean.shape, running_mean.dtype, of="running_mean")
-    check_running_update(running_mean, running_var, on_device("mean", mean), on_device("var", var), count)
+    mean, var = on_device("mean", mean), on_device("var", var)
+    check_running_update(running_mean, running_var, mean, var, count)
     mean = check_stat("mean", mean, running_mean.shape)
     var = check_stat("var", var, running_mean.shape)
     if mean.size:

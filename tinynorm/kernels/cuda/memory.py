@@ -168,7 +168,7 @@ if not config.ENABLE_CUDASIM:  # the simulator has no memory pointers (nor block
         ``DeviceNDArray.__init__`` checks and normalizes the shape and strides and builds a "dummy
         array" (Numba's host-side model of the layout, used to slice, reshape and type it) for every
         array: 1.3 µs, at every allocation and view. tinynorm's arrays are C-contiguous by construction,
-        so :meth:`make` sets the attributes directly (0.3 µs) and the dummy array is built only if
+        so :meth:`make` sets the attributes directly (0.4 µs) and the dummy array is built only if
         something asks for it. In every other respect it is a ``DeviceNDArray``: Numba's own slicing
         builds new ones through the inherited constructor.
         """
