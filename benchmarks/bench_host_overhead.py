@@ -40,8 +40,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 if "--simulator" in sys.argv:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
@@ -51,7 +51,7 @@ elif "--fake-device" in sys.argv:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
 
 import numpy as np  # noqa: E402
-from common import median_time, print_table, replace_kernel_launches, write_json  # noqa: E402
+from common import median_time, print_table, replace_kernel_launches, training_step, write_json  # noqa: E402
 
 import tinynorm  # noqa: E402
 import tinynorm.nn.functional as F  # noqa: E402
@@ -108,7 +108,8 @@ def launch_through_a_counting_driver() -> list:
 
 def use_fake_device() -> None:
     """Let tinynorm make numba-cuda device arrays without a GPU: blocks at made-up addresses from a fake
-    driver, no CUDA context, an H200's SM count. Only valid with launches counted instead of run."""
+    driver, no CUDA context, an H200's SM count. Only valid when no kernel runs (see
+    :func:`launch_through_a_counting_driver`)."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
     from numba.cuda.cudadrv.driver import binding
 
@@ -179,21 +180,16 @@ def training_steps(rng: np.random.Generator) -> dict:
     cnn_optimizer = tinynorm.optim.SGD(cnn.parameters(), lr=cnn_config.lr, momentum=0.9)
     lm_optimizer = tinynorm.optim.Adam(lm.parameters(), lr=lm_config.lr)
 
-    def step(model, optimizer, inputs, labels) -> None:
-        optimizer.zero_grad()
-        logits = model(inputs)
-        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).backward()
-        optimizer.step()
-
-    return {"training step SmallCNN": lambda: step(cnn, cnn_optimizer, *cnn_batch),
-            "training step TinyTransformerLM": lambda: step(lm, lm_optimizer, *lm_batch)}
+    return {"training step SmallCNN": lambda: training_step(cnn, cnn_optimizer, *cnn_batch),
+            "training step TinyTransformerLM": lambda: training_step(lm, lm_optimizer, *lm_batch)}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     proxies = parser.add_mutually_exclusive_group()
     proxies.add_argument("--fake-device", action="store_true",
-                         help="numba-cuda's device arrays on fake addresses, launches counted: no GPU needed")
+                         help="numba-cuda's device arrays on fake addresses, launched through tinynorm's plans "
+                              "onto a recording stand-in driver: no GPU needed")
     proxies.add_argument("--simulator", action="store_true",
                          help="Numba's CUDA simulator, launches counted instead of run: tinynorm's Python only")
     parser.add_argument("--out", default="benchmarks/out/bench_host_overhead.json")
@@ -225,7 +221,8 @@ def main() -> int:
     if launches is None:
         tinynorm.cuda.synchronize()
     mode = ("simulator, launches not run: tinynorm's Python only" if args.simulator else
-            "fake device, launches not run: tinynorm's Python on numba-cuda's arrays" if args.fake_device else
+            "fake device, launches recorded: tinynorm's Python on numba-cuda's arrays and launch plans"
+            if args.fake_device else
             "GPU: Python + launches")
     print(f"host time per call, {SHAPE} float32 ({mode})")
     print_table(rows, list(rows[0]))

@@ -24,7 +24,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numba
 import numpy as np
@@ -141,18 +141,30 @@ def machine_info() -> dict:
     return info
 
 
-def replace_kernel_launches(replacement: Callable[..., None]) -> Callable[..., None]:
+def replace_kernel_launches(replacement: Callable[..., None],
+                            set_attribute: Callable[[Any, str, Any], None] = setattr) -> Callable[..., None]:
     """Make every loaded ``tinynorm.kernels.cuda`` module launch through ``replacement`` (same arguments
     as ``launch.launch``), to count launches; returns the original ``launch``. Import the kernel modules
-    first: one imported later keeps the original."""
+    first: one imported later keeps the original. ``set_attribute`` makes the change (a test passes
+    ``monkeypatch.setattr`` to have it undone)."""
     from tinynorm.kernels.cuda import launch
 
     original = launch.launch
     for module in list(sys.modules.values()):
         in_package = getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda")
         if in_package and getattr(module, "launch", None) is original:
-            module.launch = replacement
+            set_attribute(module, "launch", replacement)
     return original
+
+
+def training_step(model: Any, optimizer: Any, inputs: Any, targets: Any) -> None:
+    """One tinynorm training step: zero_grad, forward, cross-entropy over the last dim, backward, step."""
+    import tinynorm.nn.functional as F
+
+    optimizer.zero_grad()
+    logits = model(inputs)
+    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)).backward()
+    optimizer.step()
 
 
 def write_json(path: str | os.PathLike, payload: dict) -> None:

@@ -8,11 +8,11 @@ cross-entropy, backward, Adam) is run with counters on:
   the host wait for the GPU to finish its queued work;
 - Numba device-array views made on the host: slices and reshapes through Numba's own indexing, and
   ``tinynorm.kernels.cuda.memory.view`` calls that make a new view. On a GPU these cost host time:
-  about 15 µs per Numba slice, 4.4 µs per reshape and 2.9 µs per ``memory.view``, measured with
+  about 15 µs per Numba slice, 4.4 µs per reshape and 1.7 µs per ``memory.view``, measured with
   numba-cuda 0.30.4's classes on this project's CPU machine (``tests/cuda/test_memory.py`` checks that
   the views agree). The ``view µs`` column multiplies the counts by those costs: an estimate, not a
   GPU measurement;
-- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 4.2 µs for
+- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 2.1 µs for
   the array, its block and the block's return, measured the same way.
 
 These are counts, so the simulator gives the GPU's numbers (it runs the same host code); only the
@@ -31,17 +31,16 @@ os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
 
 import numpy as np  # noqa: E402
-from common import print_table, replace_kernel_launches, write_json  # noqa: E402
+from common import print_table, replace_kernel_launches, training_step, write_json  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
 import tinynorm  # noqa: E402
-import tinynorm.nn.functional as F  # noqa: E402
 from tinynorm.kernels.cuda import memory  # noqa: E402
 from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
 
 # Host microseconds per Numba view on a GPU machine's software stack (see the module docstring).
-VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 2.9}
+VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 1.7}
 
 
 def _in_kernel_or_view() -> bool:
@@ -114,13 +113,6 @@ def _count_launches() -> None:
     original = replace_kernel_launches(counted)
 
 
-def _step(model, optimizer, inputs, targets) -> None:
-    optimizer.zero_grad()
-    logits = model(inputs)
-    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)).backward()
-    optimizer.step()
-
-
 def models(rng: np.random.Generator, tiny: bool) -> dict:
     """Small models (the simulator runs a Python thread per CUDA thread) and one batch each; ``tiny``:
     smaller still (1 layer, 4x4 images), for the tests."""
@@ -146,9 +138,9 @@ def main() -> int:
         model.to("cuda")
         optimizer = tinynorm.optim.Adam(model.parameters(), lr=1e-3)
         inputs, targets = tinynorm.tensor(inputs, device="cuda"), tinynorm.tensor(targets, device="cuda")
-        _step(model, optimizer, inputs, targets)
+        training_step(model, optimizer, inputs, targets)
         with Counters() as counts:
-            _step(model, optimizer, inputs, targets)
+            training_step(model, optimizer, inputs, targets)
         row = {"model": name, **{key: counts[key] for key in ("launches", "allocations", "reads back",
                                                                 "copies to device", *VIEW_US)}}
         row["view us (estimate)"] = sum(VIEW_US[key] * counts[key] for key in VIEW_US)

@@ -9,6 +9,8 @@ numbers on each device, so it is checked by its statistics and the consistency o
 Run by ``test_cuda_simulator.py`` in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (or directly:
 ``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_ops.py``).
 """
+import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import numba
@@ -17,6 +19,8 @@ import pytest
 
 if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # for common.replace_kernel_launches
 
 import tinynorm
 import tinynorm.nn.functional as F
@@ -388,8 +392,8 @@ def test_embedding_layer():
 # ------------------------------------------------------------------------------- launch counts
 @pytest.fixture
 def launches(monkeypatch) -> list:
-    """The kernels launched while a test runs, in order (each launch still runs)."""
-    import sys
+    """The kernels launched while a test runs, in order (each launch still runs; undone afterwards)."""
+    from common import replace_kernel_launches  # benchmarks/common.py: on the path, see the imports
 
     from tinynorm.kernels.cuda import launch as launch_module
 
@@ -399,10 +403,7 @@ def launches(monkeypatch) -> list:
         counted.append(kernel)
         return original(kernel, *args, **kwargs)
 
-    for module in list(sys.modules.values()):
-        in_package = getattr(module, "__name__", "").startswith("tinynorm.kernels.cuda")
-        if in_package and module.__dict__.get("launch") is original:
-            monkeypatch.setattr(module, "launch", counting)
+    replace_kernel_launches(counting, monkeypatch.setattr)
     return counted
 
 

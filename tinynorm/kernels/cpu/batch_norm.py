@@ -368,17 +368,15 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     variance, :func:`batch_norm_stats`); the running variance tracks the unbiased one,
     ``var * count / (count - 1)``.
     """
-    check_running_update(running_mean, running_var, mean, var, count)
+    _check_running_shapes(running_mean, running_var, mean, var)
+    check_count(count)
     unbiased_var = var * (count / (count - 1))
     for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
         running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 
 
-def check_running_update(running_mean: object, running_var: object, mean: object, var: object, count: int) -> None:
-    """The shapes :func:`batch_norm_update_running` needs (all ``(C,)``) and a count with a variance (> 1).
-
-    Shared with the CUDA kernel; each device checks the dtypes it takes.
-    """
+def _check_running_shapes(running_mean: object, running_var: object, mean: object, var: object) -> None:
+    """The shapes :func:`batch_norm_update_running` needs: all ``(C,)``."""
     for name, array in (("running_mean", running_mean), ("running_var", running_var), ("mean", mean), ("var", var)):
         if not hasattr(array, "shape"):
             raise TypeError(f"{name} must be an array, got {type(array).__name__}")
@@ -389,5 +387,9 @@ def check_running_update(running_mean: object, running_var: object, mean: object
         if tuple(array.shape) != channels:
             raise ValueError(f"{name} must have the shape of running_mean, (C,); got {tuple(array.shape)} "
                              f"and {channels}")
+
+
+def check_count(count: object) -> None:
+    """A number of values per channel that has a variance (> 1); shared with the CUDA kernel."""
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count <= 1:
         raise ValueError(f"count must be an integer > 1 (values per channel; one value has no variance), got {count!r}")

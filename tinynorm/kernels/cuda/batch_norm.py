@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ..cpu.batch_norm import check_running_update
+from ..cpu.batch_norm import check_count
 from . import memory
 from ._reduce import WARP_SIZE, block_sum
 from ._shared import (
@@ -318,8 +318,7 @@ def batch_norm_update_running(running_mean, running_var, mean, var, count: int, 
     """
     running_mean = check_input("running_mean", running_mean, 1, "(C,)")
     running_var = check_like("running_var", running_var, running_mean.shape, running_mean.dtype, of="running_mean")
-    mean, var = on_device("mean", mean), on_device("var", var)
-    check_running_update(running_mean, running_var, mean, var, count)
+    check_count(count)
     mean = check_stat("mean", mean, running_mean.shape)
     var = check_stat("var", var, running_mean.shape)
     if mean.size:

@@ -184,7 +184,6 @@ def where(condition, a, b):
     return a if condition else b
 
 
-
 # ---------------------------------------------------------------------------------- fused GELU
 @functools.cache
 def gelu_functions(compute: types.Type, approximate: str) -> tuple[Callable, Callable]:
@@ -218,6 +217,7 @@ def gelu_functions(compute: types.Type, approximate: str) -> tuple[Callable, Cal
             pdf = compute(INV_SQRT_2PI) * math.exp(compute(-0.5) * x * x)
             return grad * (cdf + x * pdf)
     return forward, backward
+
 
 # ----------------------------------------------------------------------------- kernel factory
 @functools.cache

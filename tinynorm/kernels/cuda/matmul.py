@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype
 
-from ._shared import check_like, grid_size, on_device, output
 from . import memory
+from ._shared import check_like, grid_size, on_device, output
 from .launch import jit, launch
 from .strided import strided_offset
 
