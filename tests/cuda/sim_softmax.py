@@ -1,5 +1,5 @@
-"""softmax / log_softmax on the CUDA backend, run in Numba's CUDA simulator, against float64 numpy
-references and the CPU backend.
+"""softmax / log_softmax and the fused cross-entropy (built on the same block reductions) on the CUDA
+backend, run in Numba's CUDA simulator, against float64 numpy references and the CPU backend.
 
 Run by test_cuda_simulator.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (or directly:
 ``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_softmax.py``). Shapes stay small: the
@@ -15,6 +15,8 @@ if not numba.config.ENABLE_CUDASIM:
 from numba import cuda
 
 from tinynorm.backends import cpu
+from tinynorm.backends.cuda import indexing as cuda_indexing
+from tinynorm.backends.cuda import losses as cuda_losses
 from tinynorm.backends.cuda import softmax as backend
 from tinynorm.backends.cuda.array import CudaArray
 from tinynorm.kernels.cuda import softmax as kernels
@@ -131,3 +133,66 @@ def test_bad_arguments():
         kernels.softmax_forward(x.as_numba(), out=cuda.device_array((3, 2), np.float32))
     with pytest.raises(ValueError, match=r"x must be 2-D \(rows, cols\), got shape \(6,\)"):
         kernels.softmax_forward(cuda.device_array(6, np.float32))
+
+
+# ------------------------------------------------------------------------------- cross-entropy
+def cross_entropy_case(dtype, classes, seed=5):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((5, classes)) * 2 + 20).astype(dtype)
+    target = rng.integers(0, classes, 5)
+    target[2] = -100
+    return x, target, rng
+
+
+@pytest.mark.parametrize("dtype, classes", [(np.float32, 7), (np.float64, 7),
+                                            (np.float32, 300)])  # 300: more classes than threads per block
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_matches_the_cpu_kernels(dtype, classes, smoothing):
+    x, target, rng = cross_entropy_case(dtype, classes)
+    losses, lse = cuda_losses.cross_entropy_forward(device(x), device(target), -100, smoothing)
+    cpu_losses, cpu_lse = cpu.cross_entropy_forward(x, target, -100, smoothing)
+    tol = TOLERANCE[dtype] * 10
+    np.testing.assert_allclose(host(losses), cpu_losses, rtol=tol, atol=tol)
+    np.testing.assert_allclose(host(lse), cpu_lse, rtol=tol, atol=tol)
+    for grad in (rng.standard_normal(5).astype(dtype), np.array(rng.standard_normal(), dtype)):
+        dx = cuda_losses.cross_entropy_backward(device(grad), device(x), lse, device(target), -100, smoothing, 0.25)
+        expected = cpu.cross_entropy_backward(grad, x, cpu_lse, target, -100, smoothing, 0.25)
+        assert dx.dtype == dtype
+        np.testing.assert_allclose(host(dx), expected, rtol=tol, atol=tol)
+
+
+def test_cross_entropy_treats_out_of_range_targets_as_ignored():
+    """ops.losses rejects them first; the kernels alone must still never read outside a row."""
+    x, target, _ = cross_entropy_case(np.float32, 4)
+    target[[0, 3]] = [4, -7]
+    losses, lse = cuda_losses.cross_entropy_forward(device(x), device(target))
+    dx = host(cuda_losses.cross_entropy_backward(device(np.ones(5, np.float32)), device(x), lse, device(target)))
+    assert (host(losses)[[0, 2, 3]] == 0).all() and not dx[[0, 2, 3]].any()
+    assert host(losses)[[1, 4]].all() and dx[[1, 4]].any()
+
+
+def test_cross_entropy_is_bit_identical_from_run_to_run():
+    x, target, _ = cross_entropy_case(np.float32, 70)
+    runs = [cuda_losses.cross_entropy_forward(device(x), device(target), -100, 0.1) for _ in range(2)]
+    assert all(host(a).tobytes() == host(b).tobytes() for a, b in zip(*runs))
+
+
+def test_cross_entropy_bad_arguments():
+    x, target, _ = cross_entropy_case(np.float32, 4)
+    with pytest.raises(TypeError, match="logits must be a CudaArray, got ndarray"):
+        cuda_losses.cross_entropy_forward(x, device(target))
+    with pytest.raises(ValueError, match=r"target must have shape \(5,\)"):
+        cuda_losses.cross_entropy_forward(device(x), device(target[:2]))
+    with pytest.raises(ValueError, match=r"grad must have shape \(5,\) or a single value"):
+        _, lse = cuda_losses.cross_entropy_forward(device(x), device(target))
+        cuda_losses.cross_entropy_backward(device(np.ones(2, np.float32)), device(x), lse, device(target))
+
+
+@pytest.mark.parametrize("ignore_index", [None, -100, 3])
+def test_count_indices_matches_the_cpu_backend(ignore_index):
+    indices = np.random.default_rng(6).integers(-110, 12, 700)  # more entries than threads in the block
+    indices[::9] = -100
+    expected = cpu.count_indices(indices, 10, ignore_index)
+    assert expected[0] and (expected[1] or ignore_index is None)
+    assert cuda_indexing.count_indices(device(indices), 10, ignore_index) == expected
+    assert cuda_indexing.count_indices(device(indices[:0]), 10, ignore_index) == (0, 0)

@@ -36,6 +36,8 @@ FACTORY_ARGUMENTS = {
     "_row_norm.narrow_forward": (4,),
     "_row_norm.narrow_backward": (4,),
     "conv._channel_sums_kernel": (types.float32,),
+    "cross_entropy.forward_kernel": (F32,),
+    "cross_entropy.backward_kernel": (F32,),
     "elementwise.map_kernel": (elementwise.add, 2, ((False, types.float32), (True, types.float32),
                                                     (True, types.boolean))),
     "elementwise.arange_kernel": (types.float32,),

@@ -69,3 +69,11 @@ def test_sort_kernels_compile(compile_ptx):
         assert ".entry" in ptx and not F64.findall(ptx), kernel.__name__
         if kernel is not indexing._iota_kernel:
             assert ".shared" in ptx and "bar.sync" in ptx, kernel.__name__
+
+
+@pytest.mark.parametrize("dtype", [I64, types.int32], ids=str)
+def test_index_count_kernel_compiles(compile_ptx, dtype):
+    """The target/ids check: integer counts only, shared-memory atomics, no float64."""
+    ptx = compile_ptx(indexing._index_count_kernel, (array_type(dtype, 1), I64, I64, BOOL, INDEX))
+    assert "atom.shared.add.u64" in ptx
+    assert not F64.findall(ptx), F64.findall(ptx)[:3]

@@ -63,6 +63,7 @@ from ..kernels.cpu.batch_norm import (  # noqa: F401
     batch_norm_update_running,
 )
 from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401
+from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_forward  # noqa: F401
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
@@ -143,6 +144,14 @@ def take_along_axis(arr: np.ndarray, indices: np.ndarray, axis: int, checked: bo
     """numpy's ``take_along_axis``; ``checked`` (indices known to be in range) matters only on the CUDA
     device, where checking them makes the host wait for the GPU."""
     return np.take_along_axis(arr, indices, axis)
+
+
+def count_indices(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
+    """``(outside, ignored)``: entries of ``indices`` outside ``[0, upper)`` and not ``ignore_index``, and
+    entries equal to ``ignore_index`` (0 when None)."""
+    ignored = indices == ignore_index if ignore_index is not None else np.zeros(indices.shape, bool)
+    outside = ((indices < 0) | (indices >= upper)) & ~ignored
+    return int(outside.sum()), int(ignored.sum())
 
 
 def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray, checked: bool = False) -> np.ndarray:

@@ -11,32 +11,30 @@ from typing import Any
 from ..autograd.function import Context, Function
 from ..tensor import Tensor, on_device
 from .shape import check_indices
-from .softmax import log_softmax_array
 
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _count(xp: Any, valid: Any, dtype: Any) -> Any:
-    """The number of valid rows as a 0-d array of ``dtype`` that stays on the device (no host sync);
-    nan when there is none, so that 'mean' gives nan for an all-ignored batch, as in PyTorch."""
-    count = xp.sum(valid).astype(dtype)
-    return xp.where(count > 0, count, float("nan"))
+def _mean_divisor(kept: int) -> float:
+    """What 'mean' divides the summed losses by: the ``kept`` (not ignored) rows; nan when there is none,
+    so that an all-ignored batch gives nan, as in PyTorch."""
+    return kept or float("nan")
 
 
-def _reduce(xp: Any, losses: Any, reduction: str, count: Any) -> Any:
+def _reduce(xp: Any, losses: Any, reduction: str, kept: int) -> Any:
     if reduction == "sum":
         return xp.sum(losses)
     if reduction == "mean":
-        return xp.sum(losses) / count
+        return xp.sum(losses) / _mean_divisor(kept)
     return losses
 
 
-def _row_scale(grad: Any, reduction: str, count: Any, n: int) -> Any:
+def _row_scale(grad: Any, reduction: str, kept: int, n: int) -> Any:
     """The upstream gradient of each row's loss: a column (rows, 1), or (1, 1) when it is the same
     for all rows."""
     if reduction == "none":
         return grad.reshape(n, 1)
-    return (grad / count if reduction == "mean" else grad).reshape(1, 1)
+    return (grad / _mean_divisor(kept) if reduction == "mean" else grad).reshape(1, 1)
 
 
 def _one_hot(xp: Any, target: Any, classes: int) -> Any:
@@ -45,64 +43,54 @@ def _one_hot(xp: Any, target: Any, classes: int) -> Any:
 
 
 class CrossEntropy(Function):
-    """Cross-entropy on 2-D logits (rows, classes) and int targets (rows,).
+    """Cross-entropy on 2-D logits (rows, classes) and int targets (rows,), one fused kernel each way.
 
     loss_i = -(1 - s) * logp[i, y_i] - (s / C) * sum_c logp[i, c]; the gradient w.r.t. the logits is
     softmax - target_distribution, per row, times the row's upstream gradient (0 for ignored rows).
+    The kernels (``xp.cross_entropy_forward``/``backward``, in ``kernels/cpu/cross_entropy.py`` with
+    the derivation) keep only each row's log-sum-exp between the passes. ``kept`` is the number of rows
+    whose target is not ``ignore_index``, counted on the host by the target check.
     """
 
     @staticmethod
-    def forward(ctx: Context, logits: Any, target: Any, ignore_index: int, reduction: str, smoothing: float) -> Any:
-        xp = ctx.xp
-        n, classes = logits.shape
-        logp = log_softmax_array(xp, logits, 1)
-        valid = target != ignore_index
-        safe_target = xp.where(valid, target, 0)
-        # cross_entropy checked the targets: no second check (on CUDA, a second wait for the GPU).
-        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1, checked=True).reshape(n)
-        losses = -(1 - smoothing) * picked
-        if smoothing:
-            losses = losses - (smoothing / classes) * xp.sum(logp, axis=1)
-        losses = xp.where(valid, losses, 0)
-        count = _count(xp, valid, losses.dtype)
-        ctx.save_for_backward(logp, safe_target, valid, count)
-        ctx.reduction, ctx.smoothing = reduction, smoothing
-        return _reduce(xp, losses, reduction, count)
+    def forward(ctx: Context, logits: Any, target: Any, ignore_index: int, reduction: str, smoothing: float,
+                kept: int) -> Any:
+        losses, lse = ctx.xp.cross_entropy_forward(logits, target, ignore_index, smoothing)
+        ctx.save_for_backward(logits, lse, target)
+        ctx.ignore_index, ctx.smoothing = ignore_index, smoothing
+        ctx.grad_scale = 1 / _mean_divisor(kept) if reduction == "mean" else 1.0
+        return _reduce(ctx.xp, losses, reduction, kept)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
-        xp = ctx.xp
-        logp, target, valid, count = ctx.saved_tensors
-        n, classes = logp.shape
-        smoothing = ctx.smoothing
-        target_dist = _one_hot(xp, target, classes).astype(logp.dtype) * (1 - smoothing) + smoothing / classes
-        dlogits = (xp.exp(logp) - target_dist) * _row_scale(grad, ctx.reduction, count, n)
-        return xp.where(valid.reshape(n, 1), dlogits, 0), None
+        logits, lse, target = ctx.saved_tensors
+        dlogits = ctx.xp.cross_entropy_backward(grad, logits, lse, target, ctx.ignore_index, ctx.smoothing,
+                                                ctx.grad_scale)
+        return dlogits, None
 
 
 class NllLoss(Function):
     """Negative log-likelihood of 2-D log-probabilities (rows, classes) at int targets (rows,)."""
 
     @staticmethod
-    def forward(ctx: Context, logp: Any, target: Any, ignore_index: int, reduction: str) -> Any:
+    def forward(ctx: Context, logp: Any, target: Any, ignore_index: int, reduction: str, kept: int) -> Any:
         xp = ctx.xp
         n = logp.shape[0]
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
         picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1, checked=True)  # checked by nll_loss
         losses = xp.where(valid, -picked.reshape(n), 0)
-        count = _count(xp, valid, losses.dtype)
-        ctx.save_for_backward(safe_target, valid, count)
-        ctx.shape, ctx.reduction = logp.shape, reduction
-        return _reduce(xp, losses, reduction, count)
+        ctx.save_for_backward(safe_target, valid)
+        ctx.shape, ctx.reduction, ctx.kept = logp.shape, reduction, kept
+        return _reduce(xp, losses, reduction, kept)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         xp = ctx.xp
-        target, valid, count = ctx.saved_tensors
+        target, valid = ctx.saved_tensors
         n, classes = ctx.shape
         picked = _one_hot(xp, target, classes) & valid.reshape(n, 1)
-        return xp.where(picked, -_row_scale(grad, ctx.reduction, count, n), 0), None
+        return xp.where(picked, -_row_scale(grad, ctx.reduction, ctx.kept, n), 0), None
 
 
 def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
@@ -140,8 +128,8 @@ def cross_entropy(input: Tensor, target: Any, ignore_index: int = -100, reductio
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     rows, flat_target, shape = _as_rows(input, target, "cross_entropy")
-    check_indices(input._backend, flat_target, rows.shape[1], "cross_entropy", "target values", ignore_index)
-    loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, float(label_smoothing))
+    kept = check_indices(input._backend, flat_target, rows.shape[1], "cross_entropy", "target values", ignore_index)
+    loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, float(label_smoothing), kept)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
@@ -149,8 +137,8 @@ def nll_loss(input: Tensor, target: Any, ignore_index: int = -100, reduction: st
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at ``target`` (N, ...)."""
     _check_reduction(reduction, "nll_loss")
     rows, flat_target, shape = _as_rows(input, target, "nll_loss")
-    check_indices(input._backend, flat_target, rows.shape[1], "nll_loss", "target values", ignore_index)
-    loss = NllLoss.apply(rows, flat_target, ignore_index, reduction)
+    kept = check_indices(input._backend, flat_target, rows.shape[1], "nll_loss", "target values", ignore_index)
+    loss = NllLoss.apply(rows, flat_target, ignore_index, reduction, kept)
     return loss.reshape(shape) if reduction == "none" else loss
 
 

@@ -229,23 +229,27 @@ def take_rows(x: Tensor, indices: Tensor) -> Tensor:
 
 
 def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indices",
-                  ignore_index: int | None = None) -> None:
+                  ignore_index: int | None = None) -> int:
     """Raise ``IndexError`` unless every entry of the integer array ``indices`` (an array of backend
-    ``xp``; ``name`` in the message) is in ``[0, upper)``, entries equal to ``ignore_index`` excepted.
+    ``xp``; ``name`` in the message) is in ``[0, upper)``, entries equal to ``ignore_index`` excepted;
+    return how many entries are not ``ignore_index`` (what a loss's 'mean' divides by).
 
-    The test runs on the device and brings one number back: out-of-range indices would otherwise make
-    a kernel read outside its array. The offending values are gathered on the host only to report them.
+    The counting runs on the device and brings two numbers back: out-of-range indices would otherwise
+    make a kernel read outside its array. The offending values are gathered on the host only to report
+    them.
     """
-    bad = (indices < 0) | (indices >= upper)
-    if ignore_index is not None:
-        bad = bad & (indices != ignore_index)
-    if xp.to_numpy(xp.sum(bad)).item():
-        values, mask = xp.to_numpy(indices), xp.to_numpy(bad)
+    outside, ignored = xp.count_indices(indices, upper, ignore_index)
+    if outside:
+        values = xp.to_numpy(indices)
+        bad = (values < 0) | (values >= upper)
+        if ignore_index is not None:
+            bad &= values != ignore_index
         raise IndexError(
             f"{op}: {name} must be in [0, {upper - 1}]"
             + ("" if ignore_index is None else f" (or {ignore_index}, ignored)")
-            + f", got {values[mask][:5].tolist()} (the first of {int(mask.sum())} out of range)"
+            + f", got {values[bad][:5].tolist()} (the first of {outside} out of range)"
         )
+    return indices.size - ignored
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

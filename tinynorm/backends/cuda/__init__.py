@@ -11,6 +11,7 @@ from .creation import *
 from .elementwise import *
 from .indexing import *
 from .linalg import *
+from .losses import *
 from .normalization import *
 from .optim import *
 from .random import *

@@ -28,7 +28,7 @@ from ...kernels.cuda.strided import copy_strided, fill, zeros
 from .array import CudaArray
 from .shape import is_basic_index
 
-__all__ = ["getitem", "index_add", "setitem", "take", "take_along_axis"]
+__all__ = ["count_indices", "getitem", "index_add", "setitem", "take", "take_along_axis"]
 
 Shape = tuple[int, ...]
 
@@ -273,6 +273,15 @@ def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False
     layout = _resolve(out, index, "clip" if checked else "raise")
     _scatter(out, layout, _as_values(values, layout.result_shape, values.dtype), accumulate=True)
     return out
+
+
+def count_indices(indices: CudaArray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
+    """``(outside, ignored)``: entries of the integer array ``indices`` outside ``[0, upper)`` and not
+    ``ignore_index``, and entries equal to ``ignore_index`` (0 when None); one launch, two ints read back."""
+    if not isinstance(indices, CudaArray) or indices.dtype.kind not in "iu":
+        got = indices.dtype if isinstance(indices, CudaArray) else type(indices).__name__
+        raise TypeError(f"count_indices: indices must be a CudaArray of integers, got {got}")
+    return kernels.count_indices(indices.as_numba((indices.size,)), upper, ignore_index)
 
 
 def take_along_axis(a: CudaArray, indices: CudaArray, axis: int, checked: bool = False) -> CudaArray:

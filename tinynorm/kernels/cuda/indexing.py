@@ -222,6 +222,32 @@ def _nonzero_kernel(mask, starts, shape, coords):
                 column += 1
 
 
+@jit
+def _index_count_kernel(indices, upper, ignore_index, has_ignore, counts):
+    """``counts[0]``: entries of the flat ``indices`` outside ``[0, upper)`` (``ignore_index`` excepted
+    when ``has_ignore``); ``counts[1]``: entries equal to ``ignore_index``. One block: each thread
+    counts its share, then adds it into the block's totals (integer atomics, so the order is irrelevant)."""
+    totals = cuda.shared.array(2, int64)
+    if cuda.threadIdx.x == 0:
+        totals[0] = 0
+        totals[1] = 0
+    cuda.syncthreads()
+    outside = 0
+    ignored = 0
+    for i in range(cuda.threadIdx.x, indices.size, cuda.blockDim.x):
+        index = indices[i]
+        if has_ignore and index == ignore_index:
+            ignored += 1
+        elif index < 0 or index >= upper:
+            outside += 1
+    cuda.atomic.add(totals, 0, outside)
+    cuda.atomic.add(totals, 1, ignored)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        counts[0] = totals[0]
+        counts[1] = totals[1]
+
+
 def _launch(kernel, size: int, *args) -> None:
     """Launch ``kernel`` with enough threads for ``size`` elements (none for 0)."""
     if size:
@@ -330,6 +356,22 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
         byte_strides = tuple(s * host.itemsize for s in indices_strides)
         selected = np.lib.stride_tricks.as_strided(host, shape, byte_strides).reshape(1, -1)
         _raise_out_of_range(selected, (axis_size,), (axis,))
+
+
+def count_indices(indices, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
+    """``(outside, ignored)``: how many entries of the flat integer device array ``indices`` are outside
+    ``[0, upper)`` and not ``ignore_index``, and how many equal ``ignore_index`` (0 when None).
+
+    One launch and one read back of the two counts (the host waits for the GPU): what a check of user
+    indices costs. A single block reads every index; that is a few microseconds for the row counts of
+    a loss or an embedding lookup.
+    """
+    counts = memory.empty(2, INDEX_DTYPE)
+    launch(_index_count_kernel, 1, threads_for(indices.size),
+           (indices, np.int64(upper), np.int64(0 if ignore_index is None else ignore_index),
+            ignore_index is not None, counts))
+    outside, ignored = counts.copy_to_host()
+    return int(outside), int(ignored)
 
 
 def nonzero(mask, shape: tuple):

@@ -62,6 +62,16 @@ def block_reduce(buffer, value, take_max):
     return result
 
 
+@cuda.jit(device=True)
+def row_max(buffer, x, row):
+    """The maximum of ``x[row]`` (``x`` 2-D), returned to every thread of the block: each thread takes the
+    columns ``t, t + threads, ...``, then :func:`block_reduce` combines them. Every thread must call it."""
+    largest = x[row, 0]
+    for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+        largest = max(largest, x[row, j])
+    return block_reduce(buffer, largest, True)
+
+
 @cache
 def forward_kernel(dtype: np.dtype):
     """The forward kernel for ``dtype`` data: ``kernel(x, out, log)`` with ``log`` choosing log_softmax."""
@@ -73,10 +83,7 @@ def forward_kernel(dtype: np.dtype):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, cols = x.shape
         for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
-            largest = x[row, 0]
-            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
-                largest = max(largest, x[row, j])
-            largest = block_reduce(buffer, largest, True)
+            largest = row_max(buffer, x, row)
             total = zero
             for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
                 e = math.exp(x[row, j] - largest)
