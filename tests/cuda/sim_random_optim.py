@@ -171,17 +171,23 @@ ADAM_CASES = [
 ]
 
 
-def problem(rng, dtype):
-    """Initial parameter values and a sequence of random gradients."""
-    return rng.standard_normal(SHAPE).astype(dtype), [rng.standard_normal(SHAPE).astype(dtype) for _ in range(STEPS)]
+def problem(rng, dtype, shapes=(SHAPE, (5,))):
+    """Initial values of parameters of ``shapes`` (updated together) and, per step, a random gradient for each."""
+    initial = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    return initial, [[rng.standard_normal(shape).astype(dtype) for shape in shapes] for _ in range(STEPS)]
 
 
-def assert_same_state(device_arrays, cpu_arrays, dtype, step):
-    for name, (actual, expected) in enumerate(zip(device_arrays, cpu_arrays)):
-        got = host(actual)
-        assert got.dtype == dtype
-        np.testing.assert_allclose(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype],
-                                   err_msg=f"state array {name} after step {step}")
+def assert_same_state(device_lists, cpu_lists, dtype, step):
+    for name, (device_arrays, cpu_arrays) in enumerate(zip(device_lists, cpu_lists)):
+        for actual, expected in zip(device_arrays, cpu_arrays):
+            got = host(actual)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype],
+                                       err_msg=f"state list {name} after step {step}")
+
+
+def copies(arrays, on_gpu=False):
+    return [on_device(a) if on_gpu else a.copy() for a in arrays]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -189,14 +195,15 @@ def assert_same_state(device_arrays, cpu_arrays, dtype, step):
 def test_sgd_step_matches_the_cpu_backend(rng, dtype, options):
     options = {**SGD_DEFAULTS, **options}
     initial, grads = problem(rng, dtype)
-    cpu_state = [initial.copy()] + ([np.zeros_like(initial)] if options["momentum"] else [])
-    device_state = [on_device(array) for array in cpu_state]
+    zeros = [np.zeros_like(a) for a in initial]
+    cpu_state = [copies(initial)] + ([copies(zeros)] if options["momentum"] else [])
+    device_state = [copies(arrays, on_gpu=True) for arrays in cpu_state]
     for step, grad in enumerate(grads, start=1):
         cpu.sgd_update(cpu_state[0], grad, *(cpu_state[1:] or [None]), **options, first_step=step == 1)
-        cuda_optim.sgd_update(device_state[0], on_device(grad), *(device_state[1:] or [None]), **options,
+        cuda_optim.sgd_update(device_state[0], copies(grad, on_gpu=True), *(device_state[1:] or [None]), **options,
                               first_step=step == 1)
         assert_same_state(device_state, cpu_state, dtype, step)
-    assert not np.allclose(cpu_state[0], initial)
+    assert not np.allclose(cpu_state[0][0], initial[0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -204,16 +211,33 @@ def test_sgd_step_matches_the_cpu_backend(rng, dtype, options):
 def test_adam_step_matches_the_cpu_backend(rng, dtype, options, amsgrad):
     options = {**ADAM_DEFAULTS, **options}
     initial, grads = problem(rng, dtype)
-    cpu_state = [initial.copy()] + [np.zeros_like(initial) for _ in range(3 if amsgrad else 2)]
-    device_state = [on_device(array) for array in cpu_state]
+    zeros = [np.zeros_like(a) for a in initial]
+    cpu_state = [copies(initial)] + [copies(zeros) for _ in range(3 if amsgrad else 2)]
+    device_state = [copies(arrays, on_gpu=True) for arrays in cpu_state]
     for step, grad in enumerate(grads, start=1):
-        grad = grad * 10.0**(step % 3 - 1)  # gradients shrinking and growing: the amsgrad maximum matters
+        grad = [g * 10.0**(step % 3 - 1) for g in grad]  # gradients shrinking and growing: the amsgrad maximum matters
         cpu.adam_update(cpu_state[0], grad, *cpu_state[1:3], cpu_state[3] if amsgrad else None, step=step,
                         **options)
-        cuda_optim.adam_update(device_state[0], on_device(grad), *device_state[1:3],
+        cuda_optim.adam_update(device_state[0], copies(grad, on_gpu=True), *device_state[1:3],
                                device_state[3] if amsgrad else None, step=step, **options)
         assert_same_state(device_state, cpu_state, dtype, step)
-    assert not np.allclose(cpu_state[0], initial)
+    assert not np.allclose(cpu_state[0][0], initial[0])
+
+
+def test_many_parameters_take_one_launch_per_twelve(rng, monkeypatch):
+    """14 parameters of sizes 1 to 14: two launches (12 and 2 tensors), each tensor updated as alone."""
+    from tinynorm.kernels.cuda import optim as kernels
+
+    initial, grads = problem(rng, np.float32, shapes=[(n,) for n in range(1, 15)])
+    launched = []
+    original = kernels.launch
+    monkeypatch.setattr(kernels, "launch", lambda kernel, grid, block, args: (launched.append(args[0]),
+                                                                              original(kernel, grid, block, args)))
+    cpu_params, device_params = copies(initial), copies(initial, on_gpu=True)
+    cpu.sgd_update(cpu_params, grads[0], None, **SGD_DEFAULTS, first_step=True)
+    cuda_optim.sgd_update(device_params, copies(grads[0], on_gpu=True), None, **SGD_DEFAULTS, first_step=True)
+    assert [len(params) for params in launched] == [kernels.TENSORS_PER_LAUNCH, 14 - kernels.TENSORS_PER_LAUNCH]
+    assert_same_state([device_params], [cpu_params], np.float32, 1)
 
 
 @pytest.mark.parametrize("make", [
@@ -224,14 +248,18 @@ def test_adam_step_matches_the_cpu_backend(rng, dtype, options, amsgrad):
 def test_optimizers_follow_the_same_trajectory_on_both_devices(rng, make):
     """The optimizer classes are device-agnostic: the same code calls either backend's update."""
     initial, grads = problem(rng, np.float32)
-    params = {device: tinynorm.tensor(initial, requires_grad=True, device=device) for device in ("cpu", "cuda")}
-    optimizers = {device: make([param]) for device, param in params.items()}
-    for step, grad in enumerate(grads, start=1):
-        for device, param in params.items():
-            param.grad = tinynorm.tensor(grad, device=device)
+    params = {device: [tinynorm.tensor(a, requires_grad=True, device=device) for a in initial]
+              for device in ("cpu", "cuda")}
+    optimizers = {device: make(device_params) for device, device_params in params.items()}
+    for step, step_grads in enumerate(grads, start=1):
+        for device, device_params in params.items():
+            for param, grad in zip(device_params, step_grads):
+                param.grad = tinynorm.tensor(grad, device=device)
+            device_params[1].grad = None if step == 2 else device_params[1].grad  # a step without a gradient
             optimizers[device].step()
-        np.testing.assert_allclose(params["cuda"].numpy(), params["cpu"].numpy(), rtol=TOLERANCE[np.float32],
-                                   atol=TOLERANCE[np.float32], err_msg=f"step {step}")
+        for cuda_param, cpu_param in zip(params["cuda"], params["cpu"]):
+            np.testing.assert_allclose(cuda_param.numpy(), cpu_param.numpy(), rtol=TOLERANCE[np.float32],
+                                       atol=TOLERANCE[np.float32], err_msg=f"step {step}")
 
 
 def test_gradient_views_and_other_dtypes_are_read_correctly(rng):
@@ -239,10 +267,10 @@ def test_gradient_views_and_other_dtypes_are_read_correctly(rng):
     param = rng.standard_normal(SHAPE).astype(np.float32)
     grad = rng.standard_normal(SHAPE[::-1])
     expected = param.copy()
-    cpu.sgd_update(expected, grad.T.astype(np.float32), None, **SGD_DEFAULTS, first_step=True)
+    cpu.sgd_update([expected], [grad.T.astype(np.float32)], None, **SGD_DEFAULTS, first_step=True)
     device_param, device_grad = on_device(param), on_device(grad)
     transposed = CudaArray(device_grad.storage, SHAPE, device_grad.strides[::-1])
-    cuda_optim.sgd_update(device_param, transposed, None, **SGD_DEFAULTS, first_step=True)
+    cuda_optim.sgd_update([device_param], [transposed], None, **SGD_DEFAULTS, first_step=True)
     np.testing.assert_array_equal(host(device_param), expected)
     np.testing.assert_array_equal(host(transposed), grad.T)  # the gradient is never written
 
@@ -251,19 +279,28 @@ def test_updates_check_their_arguments():
     param = on_device(np.zeros(SHAPE, np.float32))
     grad = on_device(np.ones(SHAPE, np.float32))
     adam = dict(ADAM_DEFAULTS, step=1)
-    with pytest.raises(ValueError, match=r"param must be C-contiguous.*strides \(1, 7\)"):
-        cuda_optim.sgd_update(CudaArray(param.storage, SHAPE, (1, 7)), grad, None, **SGD_DEFAULTS, first_step=True)
-    with pytest.raises(ValueError, match=r"grad must have the parameter's shape \(7, 37\), got \(37, 7\)"):
-        cuda_optim.sgd_update(param, on_device(np.ones(SHAPE[::-1], np.float32)), None, **SGD_DEFAULTS,
+    with pytest.raises(ValueError, match=r"params\[0\] must be C-contiguous.*strides \(1, 7\)"):
+        cuda_optim.sgd_update([CudaArray(param.storage, SHAPE, (1, 7))], [grad], None, **SGD_DEFAULTS,
                               first_step=True)
-    with pytest.raises(TypeError, match="exp_avg_sq must have param's dtype float32, got float64"):
-        cuda_optim.adam_update(param, grad, on_device(np.zeros(SHAPE, np.float32)),
-                               on_device(np.zeros(SHAPE)), None, **adam)
-    with pytest.raises(TypeError, match="exp_avg must be a CudaArray, got ndarray"):
-        cuda_optim.adam_update(param, grad, np.zeros(SHAPE, np.float32), np.zeros(SHAPE, np.float32), None, **adam)
+    with pytest.raises(ValueError, match=r"grad must have the parameter's shape \(7, 37\), got \(37, 7\)"):
+        cuda_optim.sgd_update([param], [on_device(np.ones(SHAPE[::-1], np.float32))], None, **SGD_DEFAULTS,
+                              first_step=True)
+    with pytest.raises(ValueError, match=r"grads must have one array per parameter \(2\), got 1"):
+        cuda_optim.sgd_update([param, param], [grad], None, **SGD_DEFAULTS, first_step=True)
+    with pytest.raises(TypeError, match=r"exp_avg_sqs\[0\] must have its parameter's dtype float32, got float64"):
+        cuda_optim.adam_update([param], [grad], [on_device(np.zeros(SHAPE, np.float32))],
+                               [on_device(np.zeros(SHAPE))], None, **adam)
+    with pytest.raises(TypeError, match=r"exp_avgs\[0\] must be a CudaArray, got ndarray"):
+        cuda_optim.adam_update([param], [grad], [np.zeros(SHAPE, np.float32)], [np.zeros(SHAPE, np.float32)], None,
+                               **adam)
     with pytest.raises(ValueError, match="step must be an int >= 1 .* got 0"):
-        cuda_optim.adam_update(param, grad, param, param, None, **dict(adam, step=0))
-    with pytest.raises(TypeError, match="param must have dtype float16, float32 or float64, got int64"):
-        kernel_adam_update(*(cuda.device_array(3, np.int64) for _ in range(4)), None, **adam)
-    empty = cuda.device_array(0, np.float32)
+        cuda_optim.adam_update([param], [grad], [param], [param], None, **dict(adam, step=0))
+    with pytest.raises(TypeError, match="params must have dtype float16, float32 or float64, got int64"):
+        kernel_adam_update(*([cuda.device_array(3, np.int64)] for _ in range(4)), None, **adam)
+    with pytest.raises(ValueError, match=r"params\[1\] must be a flat \(1-D\) device array of dtype float32"):
+        kernel_adam_update(*([cuda.device_array(3, np.float32), cuda.device_array(3, np.float64)]
+                             for _ in range(4)), None, **adam)
+    with pytest.raises(ValueError, match="params must be a non-empty sequence"):
+        kernel_adam_update([], [], [], [], None, **adam)
+    empty = [cuda.device_array(0, np.float32)]
     kernel_adam_update(empty, empty, empty, empty, empty, **adam)  # nothing to launch

@@ -173,7 +173,7 @@ def _launch_cases():
 def _family_launch_cases():
     """Signatures of the other kernel families, as their host wrappers launch them: shape and strides
     tuples, float16/float64/int64/uint64/uint8/bool scalars, None, arrays of float16/32/64, int32,
-    int64, uint64, uint8 and bool with 1 to 4 dims, and a 0-d array."""
+    int64, uint64, uint8 and bool with 1 to 4 dims, a 0-d array, and tuples of arrays (the optimizers)."""
     from numba import cuda
 
     from tinynorm.kernels.cuda import (
@@ -230,8 +230,10 @@ def _family_launch_cases():
         ("nonzero", indexing._nonzero_kernel, (mask, i64, t3, _array(I64, 2))),
         ("exclusive scan", indexing._exclusive_scan_kernel, (i64,)),
         ("fill uint8", strided._fill_kernel, (u8, U8)),
-        ("SGD float16, no momentum", optim._sgd_kernel, (f16, f16, NONE, F16, NONE, F16, F16, BOOL, BOOL, BOOL)),
-        ("AdamW float64, amsgrad", optim._adam_kernel, (f64,) * 5 + (F64_TYPE,) * 7 + (NONE, F64_TYPE, BOOL)),
+        ("SGD float16, no momentum", optim._sgd_kernel,
+         (types.UniTuple(f16, 3),) * 2 + (NONE, F16, NONE, F16, F16, BOOL, BOOL, BOOL)),
+        ("AdamW float64, amsgrad", optim._adam_kernel,
+         (types.UniTuple(f64, 2),) * 5 + (F64_TYPE,) * 7 + (NONE, F64_TYPE, BOOL)),
         ("uniform float32", random._uniform_words_kernel, (P1, U64, U64, U64, F32)),
         ("uniform float64", random._uniform_float64_kernel, (f64, U64, U64)),
         ("0-d array", store_scalar, (_array(F32, 0), F32)),
@@ -283,9 +285,17 @@ def _value(ty):
     return SCALARS[ty]
 
 
+def _argument(ty, address):
+    """A device array (on fake memory at ``address``), a tuple of them, or a scalar or shape of type ``ty``."""
+    if hasattr(ty, "ndim"):
+        return _device_array(ty, address)
+    if isinstance(ty, types.BaseTuple) and hasattr(ty[0], "ndim"):  # an optimizer's list of tensors
+        return tuple(_device_array(item, address + 0x1000 * k) for k, item in enumerate(ty))
+    return _value(ty)
+
+
 def _arguments(signature):
-    return tuple(_device_array(ty, 0x7F00_0000_0000 + 0x10_0000 * i) if hasattr(ty, "ndim") else _value(ty)
-                 for i, ty in enumerate(signature))
+    return tuple(_argument(ty, 0x7F00_0000_0000 + 0x10_0000 * i) for i, ty in enumerate(signature))
 
 
 def _numba_parameters(compiled, args, sizes):

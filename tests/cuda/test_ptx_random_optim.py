@@ -27,11 +27,11 @@ def _random_cases():
 
 def _optim_cases():
     """Every compile-time variant: with or without the momentum buffer / amsgrad maximum, and no weight
-    decay, Adam's L2 penalty or AdamW's decoupled decay."""
+    decay, Adam's L2 penalty or AdamW's decoupled decay; each state a tuple of the most tensors per launch."""
     from tinynorm.kernels.cuda import optim
     cases = []
     for dtype in (F32, F16, F64_TYPE):
-        array = array_type(dtype, 1)
+        array = types.UniTuple(array_type(dtype, 1), optim.TENSORS_PER_LAUNCH)
         for state in (array, NONE):
             for weight_decay in (dtype, NONE):
                 cases.append((f"SGD buffer={state} weight_decay={weight_decay} [{dtype}]", optim._sgd_kernel,

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from ..creation import zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamGroup, check_non_negative
+from .optimizer import Optimizer, ParamGroup, batches, check_non_negative
 
 
 class Adam(Optimizer):
@@ -18,7 +18,8 @@ class Adam(Optimizer):
 
     The two ``1 - beta**t`` factors undo the bias of ``m`` and ``v`` towards their zero start.
     ``decoupled_weight_decay=True`` is AdamW's rule (see :class:`AdamW`). The rule itself is the
-    backend's ``adam_update``: numpy on the CPU, one fused kernel launch per parameter on CUDA.
+    backend's ``adam_update``: numpy on the CPU; on CUDA one fused kernel launch per 12 parameters that
+    share a dtype and a step count (PyTorch's ``foreach`` implementation, always on).
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -34,21 +35,26 @@ class Adam(Optimizer):
         if not (isinstance(betas, (tuple, list)) and len(betas) == 2 and all(0 <= b < 1 for b in betas)):
             raise ValueError(f"invalid betas: {betas!r} (expected two numbers in [0, 1))")
 
-    def _update(self, param: Tensor, grad: Any, state: dict[str, Any], group: ParamGroup) -> None:
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(param)
-            state["exp_avg_sq"] = zeros_like(param)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(param)
-        state["step"] += 1
-        max_exp_avg_sq = state["max_exp_avg_sq"].data if group["amsgrad"] else None
+    def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
+                group: ParamGroup) -> None:
+        for param, state in zip(params, states):
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = zeros_like(param)
+                state["exp_avg_sq"] = zeros_like(param)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(param)
+            state["step"] += 1
         beta1, beta2 = group["betas"]
-        param._backend.adam_update(
-            param.data, grad, state["exp_avg"].data, state["exp_avg_sq"].data, max_exp_avg_sq,
-            step=state["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
+        same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.dtype, state["step"]))
+        for params, grads, states in same_step:
+            params[0]._backend.adam_update(
+                [p.data for p in params], grads, [s["exp_avg"].data for s in states],
+                [s["exp_avg_sq"].data for s in states],
+                [s["max_exp_avg_sq"].data for s in states] if group["amsgrad"] else None,
+                step=states[0]["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                weight_decay=group["weight_decay"], decoupled_weight_decay=group["decoupled_weight_decay"],
+                maximize=group["maximize"])
 
 
 class AdamW(Adam):

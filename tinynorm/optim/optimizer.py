@@ -3,7 +3,7 @@
 An optimizer holds ``param_groups``, a list of dicts that each hold a list of parameters (``'params'``)
 and the options used to update them (``'lr'``, ``'momentum'``...), and ``state``, a dict from each
 parameter to its per-parameter buffers (momentum, Adam's moving averages, the step count).
-Subclasses define ``_update``: the rule for one parameter, given its gradient. Everything else is here,
+Subclasses define ``_update``: the rule for a group's parameters, given their gradients. Everything else is here,
 with PyTorch's names and semantics.
 
 Updates change ``p.data`` in place, so modules that hold the parameter see the new values; they never
@@ -94,16 +94,16 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        state = self.state.get(p)
-                        if state is None:
-                            state = self.state[p] = {}
-                        self._update(p, p.grad.data, state, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if params:
+                    states = [self.state.setdefault(p, {}) for p in params]
+                    self._update(params, [p.grad.data for p in params], states, group)
         return loss
 
-    def _update(self, param: Tensor, grad: Any, state: dict[str, Any], group: ParamGroup) -> None:
-        """Update ``param.data`` in place from its gradient array ``grad`` (never modified)."""
+    def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
+                group: ParamGroup) -> None:
+        """Update each ``param.data`` in place from its gradient array (never modified) and its state.
+        All of a group's parameters come at once: the CUDA backend updates many per kernel launch."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------- state dict
@@ -187,6 +187,16 @@ def _restore(value: Any, param: Tensor, where: str) -> Any:
         raise ValueError(f"load_state_dict: {where} has shape {value.shape}, but its parameter has shape {param.shape}")
     dtype = param.dtype if value.dtype.kind == "f" else value.dtype
     return value.detach().to(dtype=dtype, device=param.device).clone()
+
+
+def batches(params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
+            key: Callable[[Tensor, dict[str, Any]], Any]) -> list[tuple[list, list, list]]:
+    """``(params, grads, states)`` lists of the parameters with equal ``key(param, state)``, in order of
+    first appearance: what one backend call can update together (one device and dtype, the same step)."""
+    grouped: dict[Any, list[tuple]] = {}
+    for param, grad, state in zip(params, grads, states):
+        grouped.setdefault(key(param, state), []).append((param, grad, state))
+    return [tuple(map(list, zip(*members))) for members in grouped.values()]
 
 
 def check_non_negative(group: ParamGroup, *names: str) -> None:

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from ..creation import zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamGroup, check_non_negative
+from .optimizer import Optimizer, ParamGroup, batches, check_non_negative
 
 
 class SGD(Optimizer):
@@ -17,7 +17,8 @@ class SGD(Optimizer):
         p = p - lr * g
 
     ``maximize=True`` negates the gradient first (gradient ascent). The rule itself is the backend's
-    ``sgd_update``: numpy on the CPU, one fused kernel launch per parameter on CUDA.
+    ``sgd_update``: numpy on the CPU; on CUDA one fused kernel launch per 12 parameters of one dtype
+    (PyTorch's ``foreach`` implementation, always on).
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
@@ -34,14 +35,18 @@ class SGD(Optimizer):
                 f"and dampening={group['dampening']!r}"
             )
 
-    def _update(self, param: Tensor, grad: Any, state: dict[str, Any], group: ParamGroup) -> None:
-        buffer, first_step = None, False
-        if group["momentum"]:
-            buffer = state.get("momentum_buffer")
-            first_step = buffer is None
-            if first_step:
-                buffer = state["momentum_buffer"] = zeros_like(param)
-        param._backend.sgd_update(
-            param.data, grad, None if buffer is None else buffer.data, lr=group["lr"], momentum=group["momentum"],
-            dampening=group["dampening"], weight_decay=group["weight_decay"], nesterov=group["nesterov"],
-            maximize=group["maximize"], first_step=first_step)
+    def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
+                group: ParamGroup) -> None:
+        uses_momentum = bool(group["momentum"])
+        first_step = set()  # ids of the parameters whose momentum buffer starts now
+        for param, state in zip(params, states):
+            if uses_momentum and "momentum_buffer" not in state:
+                state["momentum_buffer"] = zeros_like(param)
+                first_step.add(id(param))
+        same_step = batches(params, grads, states, key=lambda p, _: (p.device, p.dtype, id(p) in first_step))
+        for params, grads, states in same_step:
+            params[0]._backend.sgd_update(
+                [p.data for p in params], grads,
+                [s["momentum_buffer"].data for s in states] if uses_momentum else None, lr=group["lr"],
+                momentum=group["momentum"], dampening=group["dampening"], weight_decay=group["weight_decay"],
+                nesterov=group["nesterov"], maximize=group["maximize"], first_step=id(params[0]) in first_step)

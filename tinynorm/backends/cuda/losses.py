@@ -12,10 +12,11 @@ from .array import CudaArray
 __all__ = ["cross_entropy_backward", "cross_entropy_forward"]
 
 
-def _numba(name: str, a: object):
+def _numba(name: str, a: object, flat: bool = False):
+    """``a``'s Numba view for a kernel (1-D when ``flat``: a 0-d upstream gradient becomes one value)."""
     if not isinstance(a, CudaArray):
         raise TypeError(f"{name} must be a CudaArray, got {type(a).__name__}")
-    return a.as_numba()
+    return a.as_numba((a.size,) if flat else None)
 
 
 def cross_entropy_forward(logits: CudaArray, target: CudaArray, ignore_index: int = -100,
@@ -32,5 +33,5 @@ def cross_entropy_backward(grad: CudaArray, logits: CudaArray, lse: CudaArray, t
     """The gradient w.r.t. logits given the upstream gradient of each row's loss (``grad``: (rows,), or
     a single value for every row), times ``grad_scale``; zeros for ignored rows."""
     return CudaArray.wrap(kernels.cross_entropy_backward(
-        _numba("grad", grad), _numba("logits", logits), _numba("lse", lse), _numba("target", target),
+        _numba("grad", grad, flat=True), _numba("logits", logits), _numba("lse", lse), _numba("target", target),
         ignore_index, label_smoothing, grad_scale))

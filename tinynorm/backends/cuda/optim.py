@@ -1,13 +1,15 @@
 """Fused optimizer steps for the CUDA backend: ``sgd_update`` and ``adam_update``.
 
-Same signatures and semantics as in :mod:`tinynorm.backends.cpu` (in-place updates of the parameter
-and its state arrays). Each call is one kernel launch (:mod:`tinynorm.kernels.cuda.optim`) that
-writes straight into the parameter's and the state's storage, so these must be C-contiguous, as
-parameters and optimizer state are; the gradient may be any view (it is read only) and of another
-float dtype (it is then converted to the parameter's, as numpy's in-place ops do on the CPU).
+Same signatures and semantics as in :mod:`tinynorm.backends.cpu` (in-place updates of lists of
+parameters and their state arrays, all of one dtype). Each call is one kernel launch per 12 parameters
+(:mod:`tinynorm.kernels.cuda.optim`) that writes straight into the parameters' and the state's
+storage, so these must be C-contiguous, as parameters and optimizer state are; a gradient may be any
+view (it is read only) and of another float dtype (it is then converted to its parameter's, as
+numpy's in-place ops do on the CPU).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...kernels.cuda import optim as kernels
@@ -22,10 +24,8 @@ def _flat(array: CudaArray) -> Any:
     return array.as_numba((array.size,))
 
 
-def _updated(name: str, array: CudaArray | None) -> Any:
-    """``array``'s memory as a flat Numba device array the kernel may write into (None stays None)."""
-    if array is None:
-        return None
+def _updated(name: str, array: CudaArray) -> Any:
+    """``array``'s memory as a flat Numba device array the kernel may write into."""
     if not isinstance(array, CudaArray):
         raise TypeError(f"{name} must be a CudaArray, got {type(array).__name__}")
     if not array.is_contiguous():
@@ -47,20 +47,34 @@ def _gradient(grad: CudaArray, param: CudaArray) -> Any:
     return _flat(converted)
 
 
-def sgd_update(param: CudaArray, grad: CudaArray, momentum_buffer: CudaArray | None, *, lr: float,
-               momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+def _gradients(grads: Sequence[CudaArray], params: Sequence[CudaArray]) -> list:
+    if len(grads) != len(params):
+        raise ValueError(f"grads must have one array per parameter ({len(params)}), got {len(grads)}")
+    return [_gradient(grad, param) for grad, param in zip(grads, params)]
+
+
+def _updated_list(name: str, arrays: Sequence[CudaArray] | None) -> list | None:
+    """The flat Numba views of ``arrays`` (updated in place; None stays None)."""
+    return None if arrays is None else [_updated(f"{name}[{k}]", a) for k, a in enumerate(arrays)]
+
+
+def sgd_update(params: Sequence[CudaArray], grads: Sequence[CudaArray], momentum_buffers: Sequence[CudaArray] | None,
+               *, lr: float, momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
                first_step: bool) -> None:
-    """One SGD step, in place; see :func:`tinynorm.backends.cpu.sgd_update`."""
-    kernels.sgd_update(_updated("param", param), _gradient(grad, param), _updated("momentum_buffer", momentum_buffer),
-                       lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                       nesterov=nesterov, maximize=maximize, first_step=first_step)
+    """One SGD step for each parameter, in place; see :func:`tinynorm.backends.cpu.sgd_update`."""
+    kernels.sgd_update(_updated_list("params", params), _gradients(grads, params),
+                       _updated_list("momentum_buffers", momentum_buffers), lr=lr, momentum=momentum,
+                       dampening=dampening, weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                       first_step=first_step)
 
 
-def adam_update(param: CudaArray, grad: CudaArray, exp_avg: CudaArray, exp_avg_sq: CudaArray,
-                max_exp_avg_sq: CudaArray | None, *, step: int, lr: float, beta1: float, beta2: float, eps: float,
-                weight_decay: float, decoupled_weight_decay: bool, maximize: bool) -> None:
-    """One Adam/AdamW step, in place; see :func:`tinynorm.backends.cpu.adam_update`."""
-    kernels.adam_update(_updated("param", param), _gradient(grad, param), _updated("exp_avg", exp_avg),
-                        _updated("exp_avg_sq", exp_avg_sq), _updated("max_exp_avg_sq", max_exp_avg_sq),
-                        step=step, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+def adam_update(params: Sequence[CudaArray], grads: Sequence[CudaArray], exp_avgs: Sequence[CudaArray],
+                exp_avg_sqs: Sequence[CudaArray], max_exp_avg_sqs: Sequence[CudaArray] | None, *, step: int,
+                lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled_weight_decay: bool,
+                maximize: bool) -> None:
+    """One Adam/AdamW step for each parameter, in place; see :func:`tinynorm.backends.cpu.adam_update`."""
+    kernels.adam_update(_updated_list("params", params), _gradients(grads, params),
+                        _updated_list("exp_avgs", exp_avgs), _updated_list("exp_avg_sqs", exp_avg_sqs),
+                        _updated_list("max_exp_avg_sqs", max_exp_avg_sqs), step=step, lr=lr, beta1=beta1,
+                        beta2=beta2, eps=eps, weight_decay=weight_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)

@@ -127,11 +127,13 @@ def cross_entropy_backward(grad, logits, lse, target, ignore_index: int = -100, 
     lse, grad = on_device("lse", lse), on_device("grad", grad)
     check_row_values("lse", lse, logits)
     check_row_values("grad", grad, logits, single=True)
+    if grad.ndim != 1:
+        grad = grad.reshape(grad.size)  # one value, as an array of one
     dtype = np.dtype(logits.dtype)
     dlogits = memory.empty(logits.shape, dtype)
     if logits.size:
         keep, smooth = _smoothing_constants(dtype, logits.shape[1], label_smoothing)
         launch(backward_kernel(dtype), blocks_for(logits.size), THREADS,
-               (grad.reshape(grad.size), logits, lse, target, np.int64(ignore_index), keep, smooth,
+               (grad, logits, lse, target, np.int64(ignore_index), keep, smooth,
                 dtype.type(grad_scale), dlogits))
     return dlogits

@@ -107,7 +107,7 @@ def flatten(ty: Any, value: Any) -> list[tuple[int, int]]:
 def _writer(ty: Any) -> Callable[[Any], list[int]]:
     """A function giving the slot values of one argument of type ``ty`` (what :func:`flatten` gives,
     without the sizes, specialized ahead of time for the hot path: arrays, ``None``, booleans, integers,
-    floats and tuples of integers, the shapes and strides of the strided kernels)."""
+    floats, tuples of integers (the shapes and strides of the strided kernels) and of arrays)."""
     if isinstance(ty, types.Float):
         return _float_writer(ty)
     if isinstance(ty, types.Array):
@@ -124,6 +124,9 @@ def _writer(ty: Any) -> Callable[[Any], list[int]]:
     if isinstance(ty, types.UniTuple) and isinstance(ty.dtype, types.Integer):
         mask = (1 << ty.dtype.bitwidth) - 1
         return lambda t: [int(v) & mask for v in t]
+    if isinstance(ty, types.UniTuple):  # the optimizers' tuples of arrays: each item as it would be alone
+        write = _writer(ty.dtype)
+        return lambda t: [slot for item in t for slot in write(item)]
     return lambda v: [value for _, value in flatten(ty, v)]
 
 
