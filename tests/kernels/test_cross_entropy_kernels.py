@@ -91,6 +91,15 @@ def test_minus_infinity_logits_without_smoothing_stay_finite():
     assert np.isfinite(dx).all() and dx[0, 1] == 0 and dx[1, 2] == 0
 
 
+def test_scaled_loss_gradient_arrives_as_a_numpy_scalar():
+    """``(loss * 0.5).backward()`` on the CPU hands the backward a numpy scalar (0-d arithmetic returns
+    one): it counts as one upstream value for every row."""
+    x, target, _ = case(np.float64)
+    _, lse = cross_entropy_forward(x, target)
+    scalar = cross_entropy_backward(np.float64(0.5), x, lse, target)
+    np.testing.assert_array_equal(scalar, cross_entropy_backward(np.array(0.5), x, lse, target))
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda x, t: cross_entropy_forward(x.astype(np.float16), t), "logits must have dtype float32 or float64"),
     (lambda x, t: cross_entropy_forward(x[0], t), r"logits must be 2-D \(rows, classes\)"),

@@ -54,6 +54,10 @@ def check_row_values(name: str, values: Any, logits: Any, single: bool = False) 
 
 
 def _as_ndarray(name: str, array: object) -> np.ndarray:
+    """``array`` after checking it is an ndarray; a numpy scalar (what arithmetic on 0-d arrays returns,
+    such as the upstream gradient of ``loss * 0.5``) becomes a 0-d array."""
+    if isinstance(array, np.generic):
+        return np.asarray(array)
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
     return array
