@@ -16,7 +16,7 @@ pytest.importorskip("numba.cuda")
 
 from numba.cuda.cudadrv.driver import binding  # noqa: E402
 
-from tinynorm.kernels.cuda import memory  # noqa: E402
+from tinynorm.kernels.cuda import launch, memory  # noqa: E402
 
 MiB = 1 << 20
 
@@ -200,6 +200,9 @@ def test_contiguous_device_array_is_numbas_array_built_faster(shape, dtype):
     assert ours._numba_type_ == numbas._numba_type_
     assert ours.is_c_contiguous() and numbas.is_c_contiguous()
     assert ours.flags == numbas.flags and ours.__cuda_array_interface__ == numbas.__cuda_array_interface__
+    # What the launch path reads from ours instead of working it out: Numba's parameters and type key.
+    assert ours.kernel_parameters == [value for _, value in launch.flatten(numbas._numba_type_, numbas)]
+    assert ours.launch_key == launch._argument_key(numbas)
     if ours.ndim:
         pairs = [(ours.reshape(-1), numbas.reshape(-1)),
                  (ours._do_getitem(slice(None, None, 2)), numbas._do_getitem(slice(None, None, 2)))]

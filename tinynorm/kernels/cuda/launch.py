@@ -112,8 +112,14 @@ def _writer(ty: Any) -> Callable[[Any], list[int]]:
         return _float_writer(ty)
     if isinstance(ty, types.Array):
         itemsize = np.dtype(str(ty.dtype)).itemsize
-        # int(gpu_data.device_pointer) is flatten's device_ctypes_pointer.value in a quarter of the time
-        return lambda a: [0, 0, a.size, itemsize, int(a.gpu_data.device_pointer), *a.shape, *a.strides]
+
+        def write_array(a: Any) -> list[int]:
+            try:
+                return a.kernel_parameters  # tinynorm's own arrays keep theirs (memory.ContiguousDeviceArray)
+            except AttributeError:
+                # int(gpu_data.device_pointer) is flatten's device_ctypes_pointer.value in a quarter of the time
+                return [0, 0, a.size, itemsize, int(a.gpu_data.device_pointer), *a.shape, *a.strides]
+        return write_array
     if isinstance(ty, types.NoneType):
         return lambda _: [0]
     if isinstance(ty, types.Boolean):
@@ -190,6 +196,10 @@ def _argument_key(value: Any) -> Any:
     """What decides an argument's Numba type, cheaply: a C-contiguous array's dtype and ndim, a
     scalar's Python type, a tuple's items' keys. Anything else is not planned (raises KeyError, or
     AttributeError for an object that is not a device array)."""
+    try:
+        return value.launch_key  # tinynorm's own arrays, C-contiguous by construction, keep theirs
+    except AttributeError:
+        pass
     kind = type(value)
     if kind is tuple:
         return (tuple, *map(_argument_key, value))

@@ -184,6 +184,13 @@ if not config.ENABLE_CUDASIM:  # the simulator has no memory pointers (nor block
             array.alloc_size = array.size * dtype.itemsize
             array.gpu_data = gpu_data
             array.stream = 0
+            # The launch path's two questions about an array argument, answered once (an array never
+            # changes, and a step hands most arrays to two or three kernels): what decides its Numba
+            # type, and its kernel parameters (meminfo and parent 0, size, item size, data pointer,
+            # shape and strides in bytes; launch.flatten says why). Never modify them.
+            array.launch_key = dtype, array.ndim
+            array.kernel_parameters = [0, 0, array.size, dtype.itemsize, int(gpu_data.device_pointer), *shape,
+                                       *array.strides]
             return array
 
         @functools.cached_property
