@@ -42,11 +42,16 @@ import numpy as np
 from numba import config, cuda, types
 from numba.cuda.np.numpy_support import from_dtype
 
+from . import memory
+
 # The Numba type of a scalar argument, by its Python type (what Numba's ``typeof`` gives an argument).
 _SCALAR_TYPES = {int: types.int64, float: types.float64, bool: types.boolean,
                  **{kind: from_dtype(np.dtype(kind)) for kind in (
                      np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
                      np.float16, np.float32, np.float64)}}
+# The device arrays tinynorm makes (memory.empty, memory.view), which carry their launch key and kernel
+# parameters; None in the simulator, whose arrays never take the driver-level path.
+_OWN_ARRAY = getattr(memory, "ContiguousDeviceArray", None)
 INT64_RANGE = range(-2**63, 2**63)  # Python ints outside it are typed uint64 (or rejected) by Numba
 SLOT_BYTES = 8  # every parameter gets its own 8-byte slot; the driver copies the parameter's own size
 
@@ -114,11 +119,10 @@ def _writer(ty: Any) -> Callable[[Any], list[int]]:
         itemsize = np.dtype(str(ty.dtype)).itemsize
 
         def write_array(a: Any) -> list[int]:
-            try:
-                return a.kernel_parameters  # tinynorm's own arrays keep theirs (memory.ContiguousDeviceArray)
-            except AttributeError:
-                # int(gpu_data.device_pointer) is flatten's device_ctypes_pointer.value in a quarter of the time
-                return [0, 0, a.size, itemsize, int(a.gpu_data.device_pointer), *a.shape, *a.strides]
+            if type(a) is _OWN_ARRAY:
+                return a.kernel_parameters  # tinynorm's own arrays keep theirs
+            # int(gpu_data.device_pointer) is flatten's device_ctypes_pointer.value in a quarter of the time
+            return [0, 0, a.size, itemsize, int(a.gpu_data.device_pointer), *a.shape, *a.strides]
         return write_array
     if isinstance(ty, types.NoneType):
         return lambda _: [0]
@@ -196,11 +200,9 @@ def _argument_key(value: Any) -> Any:
     """What decides an argument's Numba type, cheaply: a C-contiguous array's dtype and ndim, a
     scalar's Python type, a tuple's items' keys. Anything else is not planned (raises KeyError, or
     AttributeError for an object that is not a device array)."""
-    try:
-        return value.launch_key  # tinynorm's own arrays, C-contiguous by construction, keep theirs
-    except AttributeError:
-        pass
     kind = type(value)
+    if kind is _OWN_ARRAY:
+        return value.launch_key  # tinynorm's own arrays, C-contiguous by construction, keep theirs
     if kind is tuple:
         return (tuple, *map(_argument_key, value))
     if kind is int and value not in INT64_RANGE:
