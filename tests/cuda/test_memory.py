@@ -212,6 +212,13 @@ def test_contiguous_device_array_is_numbas_array_built_faster(shape, dtype):
             assert (got.shape, got.strides, got.device_ctypes_pointer.value) == \
                 (want.shape, want.strides, want.device_ctypes_pointer.value)
             assert got.is_c_contiguous() == want.is_c_contiguous() or want.shape[0] == 1
+            # Numba builds these through the constructor: they work out their launch data themselves.
+            assert got.kernel_parameters == [value for _, value in launch.flatten(want._numba_type_, want)]
+            if got.is_c_contiguous():
+                assert got.launch_key == launch._argument_key(want)
+            else:
+                with pytest.raises(KeyError):
+                    got.launch_key
 
 def _device_array(cache, shape, dtype):
     """A Numba device array on a lent block, as ``memory.empty`` makes on a GPU."""

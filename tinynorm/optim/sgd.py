@@ -44,9 +44,9 @@ class SGD(Optimizer):
                 state["momentum_buffer"] = zeros_like(param)
                 first_step.add(id(param))
         same_step = batches(params, grads, states, key=lambda p, _: (p.device, p.dtype, id(p) in first_step))
-        for params, grads, states in same_step:
-            params[0]._backend.sgd_update(
-                [p.data for p in params], grads,
-                [s["momentum_buffer"].data for s in states] if uses_momentum else None, lr=group["lr"],
+        for batch, batch_grads, batch_states in same_step:
+            batch[0]._backend.sgd_update(
+                [p.data for p in batch], batch_grads,
+                [s["momentum_buffer"].data for s in batch_states] if uses_momentum else None, lr=group["lr"],
                 momentum=group["momentum"], dampening=group["dampening"], weight_decay=group["weight_decay"],
-                nesterov=group["nesterov"], maximize=group["maximize"], first_step=id(params[0]) in first_step)
+                nesterov=group["nesterov"], maximize=group["maximize"], first_step=id(batch[0]) in first_step)

@@ -197,6 +197,19 @@ if not config.ENABLE_CUDASIM:  # the simulator has no memory pointers (nor block
         def _dummy(self) -> Any:  # the inherited constructor sets it; make() leaves it to first use
             return dummyarray.Array.from_desc(0, self.shape, self.strides, self.dtype.itemsize)
 
+        # make() sets these two for each array; an array that Numba's own slicing or reshaping builds
+        # (through the inherited constructor, as this class) works them out at its first launch.
+        @functools.cached_property
+        def launch_key(self) -> tuple:
+            if not self.is_c_contiguous():
+                raise KeyError("not a C-contiguous device array")  # launch.launch: use the dispatcher
+            return self.dtype, self.ndim
+
+        @functools.cached_property
+        def kernel_parameters(self) -> list:
+            return [0, 0, self.size, self.dtype.itemsize, int(self.gpu_data.device_pointer), *self.shape,
+                    *self.strides]
+
         def is_c_contiguous(self) -> bool:
             """Without the dummy array: the C-order strides (size-1 dims included, stricter than Numba)."""
             return self.strides == contiguous_strides(self.shape, self.dtype.itemsize)
