@@ -3,11 +3,11 @@
 The math, the arguments and the results of :mod:`tinynorm.kernels.cpu.cross_entropy` (its docstring
 derives the formulas): the forward writes each row's loss and log-sum-exp, the backward the gradient
 w.r.t. the logits from them. As array arithmetic (a log_softmax, a gather, masks, a one-hot) the two
-directions took 29 launches; here they take one each.
+directions took 28 launches, the target check included; here they take one each (and one for the check).
 
 Forward: one block per row (a grid-stride loop over rows), the block's threads walk the classes and
-combine their maximum and sums with the fixed-order tree of :mod:`softmax`'s block reductions (bit-identical
-from run to run); thread 0 writes the row's two numbers. Backward: one thread per logit. Arithmetic is
+combine their maximum and sums with the fixed-order tree of :mod:`softmax`'s block reductions
+(bit-identical from run to run); thread 0 writes the row's two numbers. Backward: one thread per logit. Arithmetic is
 in the logits' dtype: the smoothing constants and the gradient scale are passed as scalars of that
 dtype, so float32 logits never touch float64. A target outside ``[0, C)`` that is not ``ignore_index``
 (``ops.losses`` rejects those first) is treated as ignored here, never read out of bounds.
