@@ -11,7 +11,7 @@ if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are 
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
 from numba import types
-from ptx_support import BOOL, F16, F32, F64, F64_TYPE, NONE, array_type
+from ptx_support import BOOL, F16, F32, F64, F64_TYPE, NONE, array_type, assert_fits_in_registers
 
 U64 = types.uint64
 
@@ -55,3 +55,16 @@ def test_every_kernel_compiles_and_float32_kernels_stay_float32(compile_ptx):
             problems.append(f"{name}: {F64.findall(ptx)[:3]}")
     assert not problems, "float64 instructions in float32/float16 kernels:\n" + "\n".join(problems)
 
+
+
+def test_optimizer_kernels_index_their_tuples_without_local_memory(compile_ptx, tmp_path):
+    """The kernels pick tensor ``k`` of each tuple with a runtime index. ptxas must find no stack frame
+    and no spills for the largest variants (Adam with amsgrad and SGD with momentum, 12 tensors each):
+    a tuple copied to local memory would cost a trip through it for every tensor."""
+    from tinynorm.kernels.cuda import optim
+    arrays = types.UniTuple(array_type(F32, 1), optim.TENSORS_PER_LAUNCH)
+    for name, kernel, signature in [
+        ("Adam amsgrad", optim._adam_kernel, (arrays,) * 5 + (F32,) * 7 + (F32, NONE, BOOL)),
+        ("SGD momentum", optim._sgd_kernel, (arrays,) * 3 + (F32, NONE, F32, F32, BOOL, BOOL, BOOL)),
+    ]:
+        assert_fits_in_registers(compile_ptx(kernel, signature), tmp_path, 64, name)
