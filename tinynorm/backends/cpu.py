@@ -147,12 +147,18 @@ def take_along_axis(arr: np.ndarray, indices: np.ndarray, axis: int, checked: bo
     return np.take_along_axis(arr, indices, axis)
 
 
+def indices_out_of_range(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> np.ndarray:
+    """True where an entry of ``indices`` is outside ``[0, upper)`` and is not ``ignore_index`` (also
+    used on a host copy of device indices, to report the offending values)."""
+    outside = (indices < 0) | (indices >= upper)
+    return outside if ignore_index is None else outside & (indices != ignore_index)
+
+
 def count_indices(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
     """``(outside, ignored)``: entries of ``indices`` outside ``[0, upper)`` and not ``ignore_index``, and
     entries equal to ``ignore_index`` (0 when None)."""
-    ignored = indices == ignore_index if ignore_index is not None else np.zeros(indices.shape, bool)
-    outside = ((indices < 0) | (indices >= upper)) & ~ignored
-    return int(outside.sum()), int(ignored.sum())
+    ignored = 0 if ignore_index is None else int(np.count_nonzero(indices == ignore_index))
+    return int(np.count_nonzero(indices_out_of_range(indices, upper, ignore_index))), ignored
 
 
 def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray, checked: bool = False) -> np.ndarray:

@@ -241,9 +241,7 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
     outside, ignored = xp.count_indices(indices, upper, ignore_index)
     if outside:
         values = xp.to_numpy(indices)
-        bad = (values < 0) | (values >= upper)
-        if ignore_index is not None:
-            bad &= values != ignore_index
+        bad = get_backend("cpu").indices_out_of_range(values, upper, ignore_index)
         raise IndexError(
             f"{op}: {name} must be in [0, {upper - 1}]"
             + ("" if ignore_index is None else f" (or {ignore_index}, ignored)")

@@ -76,7 +76,7 @@ def cross_entropy_forward(logits: np.ndarray, target: np.ndarray, ignore_index: 
     losses = log_total - (1 - label_smoothing) * picked
     if label_smoothing:  # skipped at s = 0: 0 * sum(z) would be NaN for a row with a -inf logit
         losses -= label_smoothing / logits.shape[1] * z.sum(axis=1)
-    return np.where(kept, losses, 0).astype(logits.dtype), row_max[:, 0] + log_total
+    return np.where(kept, losses, 0).astype(logits.dtype, copy=False), row_max[:, 0] + log_total
 
 
 def cross_entropy_backward(grad: np.ndarray, logits: np.ndarray, lse: np.ndarray, target: np.ndarray,

@@ -38,7 +38,8 @@ def on_device(name: str, array: object):
     raise TypeError(f"{name} must be a numpy.ndarray or a CUDA device array, got {type(array).__name__}")
 
 
-def _check_contiguous(name: str, array) -> None:
+def check_contiguous(name: str, array) -> None:
+    """Raise a ``ValueError`` naming ``array`` unless it is C-contiguous."""
     if not array.is_c_contiguous():
         raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {array.shape}")
 
@@ -50,7 +51,7 @@ def check_input(name: str, array: object, ndim: int, axes: str):
         raise TypeError(f"{name} must have dtype float16 or float32, got {array.dtype}")
     if array.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D {axes}, got shape {array.shape}")
-    _check_contiguous(name, array)
+    check_contiguous(name, array)
     return array
 
 
@@ -61,7 +62,7 @@ def check_like(name: str, array: object, shape: tuple[int, ...], dtype: np.dtype
         raise TypeError(f"{name} must have dtype {dtype} (the dtype of {of}), got {array.dtype}")
     if tuple(array.shape) != shape:
         raise ValueError(f"{name} must have shape {shape}, got {tuple(array.shape)}")
-    _check_contiguous(name, array)
+    check_contiguous(name, array)
     return array
 
 
@@ -98,7 +99,7 @@ def output(out: object | None, shape: tuple[int, ...], dtype: np.dtype):
     if tuple(out.shape) != shape or out.dtype != dtype:
         raise ValueError(f"out must be a device array of shape {shape} and dtype {dtype}, "
                          f"got {tuple(out.shape)} {out.dtype}")
-    _check_contiguous("out", out)
+    check_contiguous("out", out)
     return out
 
 

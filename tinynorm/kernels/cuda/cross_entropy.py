@@ -22,7 +22,7 @@ from numba import cuda, from_dtype
 
 from ..cpu.cross_entropy import check_arguments, check_row_values
 from . import memory
-from ._shared import grid_size, on_device
+from ._shared import check_contiguous, grid_size, on_device
 from .launch import jit, launch
 from .softmax import MAX_THREADS, block_reduce, row_max, threads_for
 from .strided import THREADS, blocks_for
@@ -94,8 +94,7 @@ def _inputs(logits, target, label_smoothing: float):
     """logits and target on the device after the shared checks (logits C-contiguous)."""
     logits, target = on_device("logits", logits), on_device("target", target)
     check_arguments(logits, target, label_smoothing)
-    if not logits.is_c_contiguous():
-        raise ValueError(f"logits must be C-contiguous, got strides {logits.strides} for shape {logits.shape}")
+    check_contiguous("logits", logits)
     return logits, target
 
 

@@ -115,15 +115,8 @@ def _writer(ty: Any) -> Callable[[Any], list[int]]:
     floats, tuples of integers (the shapes and strides of the strided kernels) and of arrays)."""
     if isinstance(ty, types.Float):
         return _float_writer(ty)
-    if isinstance(ty, types.Array):
-        itemsize = np.dtype(str(ty.dtype)).itemsize
-
-        def write_array(a: Any) -> list[int]:
-            if type(a) is _OWN_ARRAY:
-                return a.kernel_parameters  # tinynorm's own arrays keep theirs
-            # int(gpu_data.device_pointer) is flatten's device_ctypes_pointer.value in a quarter of the time
-            return [0, 0, a.size, itemsize, int(a.gpu_data.device_pointer), *a.shape, *a.strides]
-        return write_array
+    if isinstance(ty, types.Array):  # tinynorm's own arrays keep their parameters; others are read now
+        return lambda a: a.kernel_parameters if type(a) is _OWN_ARRAY else memory.kernel_parameters_of(a)
     if isinstance(ty, types.NoneType):
         return lambda _: [0]
     if isinstance(ty, types.Boolean):
