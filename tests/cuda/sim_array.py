@@ -136,6 +136,41 @@ def test_broadcasting_and_strided_operands():
         dev(a) + dev(sample((4,), np.float32))
 
 
+def test_flat_kernel_serves_c_order_views_only(monkeypatch):
+    """map_strided launches the flat kernel only when every view is its storage in C order; views that
+    are offset, transposed, broadcast or a part of ``out``'s storage take the strided kernel, and both
+    give numpy's values (a wrong choice would read or write the wrong elements)."""
+    from numba import types
+
+    from tinynorm.kernels.cuda import elementwise as kernels
+
+    array, padding = (False, types.float32), (True, types.boolean)
+    flat = kernels.flat_map_kernel(kernels.add, 2, (array, array, padding))
+    launched = []
+    real_launch = kernels.launch
+    monkeypatch.setattr(kernels, "launch", lambda kernel, *args: launched.append(kernel) or real_launch(kernel, *args))
+    a, b = sample((4, 6), np.float32), sample((4, 6), np.float32)
+    x, y = dev(a), dev(b)
+    out = dev(np.zeros((6, 6), np.float32))
+    expected_out = np.zeros((6, 6), np.float32)
+    expected_out[:4] = a + b
+    cases = [
+        (lambda: x + y, a + b, True),
+        (lambda: x[1:] + y[1:], a[1:] + b[1:], False),  # offset
+        (lambda: x.T + y.T, a.T + b.T, False),  # transposed
+        (lambda: x + y[0], a + b[0], False),  # broadcast
+        (lambda: (xp.add(x, y, out=out[:4]), out)[1], expected_out, False),  # out is part of its storage
+    ]
+    for compute, expected, takes_flat in cases:
+        launched.clear()
+        check(compute(), expected)
+        assert (launched == [flat]) == takes_flat, launched
+    launched.clear()
+    x += y  # in place, both whole: flat
+    check(x, a + b)
+    assert launched == [flat]
+
+
 def test_unary_operators_and_bool_logic():
     a = sample((2, 3), np.float32)
     m, n = a > 0, a < 0.5

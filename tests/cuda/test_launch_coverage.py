@@ -40,6 +40,8 @@ FACTORY_ARGUMENTS = {
     "cross_entropy.backward_kernel": (F32,),
     "elementwise.map_kernel": (elementwise.add, 2, ((False, types.float32), (True, types.float32),
                                                     (True, types.boolean))),
+    "elementwise.flat_map_kernel": (elementwise.add, 2, ((False, types.float32), (True, types.float32),
+                                                         (True, types.boolean))),
     "elementwise.arange_kernel": (types.float32,),
     "matmul.gemm_kernel": (F32,),
     "reductions._sum_thread_kernel": (F32,),
@@ -52,7 +54,9 @@ FACTORY_ARGUMENTS = {
 }
 # Cached functions that build device functions or compute values, not kernels.
 NOT_KERNEL_FACTORIES = {"_shared.sm_count", "memory.block_cache", "memory._context", "memory.contiguous_strides",
+                        "matmul.accumulator_dtype",
                         "strided._unread_flag", "elementwise._with_three_arguments", "elementwise._loader",
+                        "elementwise._flat_loader",
                         "reductions._extreme_functions", "elementwise.gelu_functions"}
 
 

@@ -1,10 +1,11 @@
 """Every elementwise CUDA kernel (tinynorm/kernels/cuda/elementwise.py, strided.py) compiles to PTX for
 cc 9.0, and the float32 (and float16-storage) variants do no float64 arithmetic.
 
-The map kernel is built per (operation, operand kinds); the cases below cover every operation with
-array operands in float32 and float64, the scalar-operand variants the backend uses (``x * 2``,
-``1 - x``, ``sign``, ``clip``, ``where``, fills), mixed inputs cast on load (bool mask times float32)
-and float16 storage computed in float32. Needs NVVM (the cuda extra), not a GPU.
+The map kernel is built per (operation, operand kinds), strided and flat (for C-order arrays); the
+cases below cover both for every operation with array operands in float32 and float64, the
+scalar-operand variants the backend uses (``x * 2``, ``1 - x``, ``sign``, ``clip``, ``where``, fills),
+mixed inputs cast on load (bool mask times float32) and float16 storage computed in float32. Needs
+NVVM (the cuda extra), not a GPU.
 """
 import numba
 import pytest
@@ -24,44 +25,58 @@ BINARY = ["add", "subtract", "multiply", "true_divide", "power", "maximum", "min
 COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 
-def _map_case(op_name, out_type, operands, op=None):
+def _map_case(op_name, out_type, operands, op=None, flat=False):
     """(name, kernel, signature) of the map kernel of ``op`` (default: the operation ``op_name``) for
     ``operands``: (numba type, is scalar) per position, the type being both the argument's element type
-    and the compute type it is cast to."""
-    kinds, arguments = [], []
+    and the compute type it is cast to. ``flat``: the flat map kernel (C-order arrays) instead."""
+    kinds, arguments, values = [], [], []
     for k in range(3):
         dtype, scalar = operands[k] if k < len(operands) else (BOOL, True)
         kinds.append((scalar, dtype))
-        arguments += [dtype if scalar else array_type(dtype, 1), I64, STRIDES]
-    kernel = ew.map_kernel(op or getattr(ew, op_name), len(operands), tuple(kinds))
-    signature = (array_type(out_type, 1), I64, STRIDES, STRIDES, I64, *arguments)
+        values.append(dtype if scalar else array_type(dtype, 1))
+        arguments += [values[-1], I64, STRIDES]
+    factory = ew.flat_map_kernel if flat else ew.map_kernel
+    kernel = factory(op or getattr(ew, op_name), len(operands), tuple(kinds))
+    if flat:
+        signature = (array_type(out_type, 1), *values)
+    else:
+        signature = (array_type(out_type, 1), I64, STRIDES, STRIDES, I64, *arguments)
     shown = ", ".join(f"{'scalar ' if scalar else ''}{dtype}" for dtype, scalar in operands)
-    return f"{op_name}({shown}) -> {out_type}", kernel, signature
+    return f"{'flat ' if flat else ''}{op_name}({shown}) -> {out_type}", kernel, signature
 
 
-def _cases(dtype):
+def _map_cases(dtype):
+    """(op_name, out_type, operands, op) of every map kernel variant the backend uses for ``dtype``."""
     array, scalar = (dtype, False), (dtype, True)
-    cases = [_map_case(name, dtype, [array]) for name in UNARY]
-    cases += [_map_case(name, dtype, [array, array]) for name in BINARY]
-    cases += [_map_case(name, dtype, [array, scalar]) for name in BINARY]
-    cases += [_map_case(name, dtype, [scalar, array]) for name in ("subtract", "true_divide", "power")]
-    cases += [_map_case(name, BOOL, [array, array]) for name in COMPARISONS]
-    cases += [_map_case(name, BOOL, [array, scalar]) for name in COMPARISONS]
-    cases += [
-        _map_case("sign", dtype, [array, scalar]),
-        _map_case("clip", dtype, [array, scalar, scalar]),
-        _map_case("clip", dtype, [array, array, array]),
-        _map_case("where", dtype, [(BOOL, False), array, array]),
-        _map_case("where", dtype, [(BOOL, False), array, scalar]),
-        _map_case("identity", dtype, [scalar]),  # fill
-        _map_case("multiply", dtype, [array, (BOOL, False)]),  # gradient times a mask, cast on load
-        ("arange", ew.arange_kernel(dtype), (array_type(dtype, 1), dtype, dtype)),
-        ("copy_strided", strided._copy_kernel, (array_type(dtype, 1), array_type(dtype, 1), I64, STRIDES, STRIDES)),
+    specs = [(name, dtype, [array], None) for name in UNARY]
+    specs += [(name, dtype, [array, array], None) for name in BINARY]
+    specs += [(name, dtype, [array, scalar], None) for name in BINARY]
+    specs += [(name, dtype, [scalar, array], None) for name in ("subtract", "true_divide", "power")]
+    specs += [(name, BOOL, [array, array], None) for name in COMPARISONS]
+    specs += [(name, BOOL, [array, scalar], None) for name in COMPARISONS]
+    specs += [
+        ("sign", dtype, [array, scalar], None),
+        ("clip", dtype, [array, scalar, scalar], None),
+        ("clip", dtype, [array, array, array], None),
+        ("where", dtype, [(BOOL, False), array, array], None),
+        ("where", dtype, [(BOOL, False), array, scalar], None),
+        ("identity", dtype, [scalar], None),  # fill
+        ("multiply", dtype, [array, (BOOL, False)], None),  # gradient times a mask, cast on load
     ]
     for approximate in ("none", "tanh"):  # the fused GELU, its constants typed like its operands
         forward, backward = ew.gelu_functions(dtype, approximate)
-        cases += [_map_case(f"gelu[{approximate}]", dtype, [array], forward),
-                  _map_case(f"gelu_backward[{approximate}]", dtype, [array, array], backward)]
+        specs += [(f"gelu[{approximate}]", dtype, [array], forward),
+                  (f"gelu_backward[{approximate}]", dtype, [array, array], backward)]
+    return specs
+
+
+def _cases(dtype):
+    """Every map kernel variant of ``dtype``, strided and flat, and the other elementwise kernels."""
+    cases = [_map_case(*spec, flat=flat) for spec in _map_cases(dtype) for flat in (False, True)]
+    cases += [
+        ("arange", ew.arange_kernel(dtype), (array_type(dtype, 1), dtype, dtype)),
+        ("copy_strided", strided._copy_kernel, (array_type(dtype, 1), array_type(dtype, 1), I64, STRIDES, STRIDES)),
+    ]
     return cases
 
 
@@ -84,18 +99,27 @@ COSF_REDUCTION = ("cvt.rn.f64.s64", "mul.f64", "cvt.rn.f32.f64", ".reg .f64")
 
 def _float64_lines(name, ptx):
     found = [line.strip() for line in F64.findall(ptx)]
-    if name.startswith("cos("):
+    if name.startswith(("cos(", "flat cos(")):
         found = [line for line in found if not line.startswith(COSF_REDUCTION)]
     return found
+
+
+def _identity_kinds(target):
+    """The identity map's operand kinds: one array, cast to ``target`` on load."""
+    return (False, target), (True, BOOL), (True, BOOL)
 
 
 def _conversion_cases():
     """``astype`` and assignment: the identity map, the value cast on load to the output's type."""
     pairs = [(F32, BOOL), (I64, F16), (F64_TYPE, F16), (BOOL, F32), (F16, I64), (F32, I64), (F64_TYPE, F32)]
-    return [(f"astype {source} -> {target}", ew.map_kernel(ew.identity, 1, ((False, target), (True, BOOL), (True, BOOL))),
-             (array_type(target, 1), I64, STRIDES, STRIDES, I64, array_type(source, 1), I64, STRIDES,
-              BOOL, I64, STRIDES, BOOL, I64, STRIDES))
+    strided = [(f"astype {source} -> {target}", ew.map_kernel(ew.identity, 1, _identity_kinds(target)),
+                (array_type(target, 1), I64, STRIDES, STRIDES, I64, array_type(source, 1), I64, STRIDES,
+                 BOOL, I64, STRIDES, BOOL, I64, STRIDES))
+               for source, target in pairs]
+    flat = [(f"flat astype {source} -> {target}", ew.flat_map_kernel(ew.identity, 1, _identity_kinds(target)),
+             (array_type(target, 1), array_type(source, 1), BOOL, BOOL))
             for source, target in pairs]
+    return strided + flat
 
 
 def _compile_all(compile_ptx, cases):

@@ -52,6 +52,24 @@ def _merged_stride(shape: Shape, strides: Shape) -> int | None:
     return dims[-1][1] if dims else 0
 
 
+def _result_dtype(a: CudaArray, b: CudaArray) -> np.dtype:
+    """numpy's result dtype of ``a @ b``; equal dtypes (the usual case) skip ``np.result_type``."""
+    return a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
+
+
+def _broadcast_batch(a: Shape, b: Shape) -> Shape | None:
+    """The broadcast of two batch shapes, or None when they do not broadcast. The usual cases (equal,
+    or a single matrix on one side) skip ``np.broadcast_shapes``, which costs a microsecond a call."""
+    if a == b or not b:
+        return a
+    if not a:
+        return b
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        return None
+
+
 def _readable(array: CudaArray) -> CudaArray:
     """``array``, or a contiguous copy when it has a negative stride (the kernel reads forwards from
     the view's offset)."""
@@ -64,7 +82,7 @@ def linear(x: CudaArray, weight: CudaArray, bias: CudaArray | None = None) -> Cu
     is a separate elementwise add, with numpy's dtype promotion)."""
     if bias is None:
         return matmul(x, weight.T)
-    product_dtype = np.result_type(x.dtype, weight.dtype)
+    product_dtype = _result_dtype(x, weight)
     if not isinstance(bias, CudaArray) or bias.shape != weight.shape[:1] or bias.dtype != product_dtype:
         return matmul(x, weight.T) + bias
     return matmul(x, weight.T, bias)
@@ -79,7 +97,7 @@ def matmul(a: CudaArray, b: CudaArray, bias: CudaArray | None = None) -> CudaArr
             raise TypeError(f"matmul: {name} must be a CudaArray, got {type(array).__name__}")
         if array.ndim == 0:
             raise ValueError(f"matmul: {name} must have at least one dimension, got a 0-d array")
-    dtype = np.result_type(a.dtype, b.dtype)
+    dtype = _result_dtype(a, b)
     accumulator_dtype(dtype)  # a TypeError for unsupported dtypes
     a2 = _readable(_as_matrix(a, "row"))
     b2 = _readable(_as_matrix(b, "column"))
@@ -88,10 +106,9 @@ def matmul(a: CudaArray, b: CudaArray, bias: CudaArray | None = None) -> CudaArr
     if inner != inner_b:
         raise ValueError(f"matmul: a {a.shape} has {inner} columns but b {b.shape} has {inner_b} rows; "
                          f"they must be equal")
-    try:
-        batch_shape = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    except ValueError:
-        raise ValueError(f"matmul: the batch dims of a {a.shape} and b {b.shape} do not broadcast") from None
+    batch_shape = _broadcast_batch(a2.shape[:-2], b2.shape[:-2])
+    if batch_shape is None:
+        raise ValueError(f"matmul: the batch dims of a {a.shape} and b {b.shape} do not broadcast")
     out = CudaArray.empty((*batch_shape, rows, cols), dtype)
     if out.size:
         _launch(a2, b2, batch_shape, out, bias)

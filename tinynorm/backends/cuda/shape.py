@@ -60,8 +60,8 @@ def _fill_unknown(shape: Shape, size: int) -> Shape:
 
 def transpose(a: CudaArray, axes: Sequence[int] | None = None) -> CudaArray:
     """The view of ``a`` with its axes permuted (reversed when ``axes`` is None)."""
-    if axes is None:
-        axes = tuple(range(a.ndim - 1, -1, -1))
+    if axes is None:  # every array's own .T: no axes to check
+        return CudaArray(a.storage, a.shape[::-1], a.strides[::-1], a.offset)
     axes = as_shape(axes, "axes")
     if len(axes) != a.ndim:
         raise ValueError(f"axes don't match array: got {len(axes)} axes {axes} for an array of {a.ndim} dims")

@@ -43,6 +43,7 @@ LOADS = TILE * TILE_K // BLOCK  # elements of each operand a thread copies to sh
 SLICE_COLS = TILE + 1
 
 
+@cache  # asked at every matmul, twice
 def accumulator_dtype(result: np.dtype) -> np.dtype:
     """The dtype the products of a ``result``-dtype matmul are summed in (see the module docstring)."""
     result = np.dtype(result)

@@ -280,6 +280,8 @@ def view(array: Any, offset: int, shape: Any) -> Any:
         raise ValueError(f"view: elements [{offset}, {offset + size}) are outside an array of {array.size}")
     if config.ENABLE_CUDASIM:
         return array.reshape(array.size)[offset:offset + size].reshape(shape)
+    if size == array.size:  # a reshape (offset 0): shares the pointer, as Numba's own reshape does
+        return ContiguousDeviceArray.make(shape, array.dtype, array.gpu_data)
     itemsize = array.dtype.itemsize
     pointer = _sub_pointer(array.gpu_data, offset * itemsize, (offset + size) * itemsize)
     return ContiguousDeviceArray.make(shape, array.dtype, pointer)
