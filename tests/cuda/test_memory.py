@@ -292,6 +292,23 @@ def test_a_view_of_a_view_keeps_the_block_lent():
     assert cache.allocated_bytes == 0
 
 
+def test_a_reshaped_view_shares_the_pointer_and_keeps_the_block_lent():
+    """A view of the whole array in another shape (offset 0) shares the array's memory pointer, as
+    Numba's own reshape does, so it keeps the block lent like any view."""
+    import numpy as np
+
+    cache, _ = make_cache()
+    array = _device_array(cache, (4, 25), np.float32)
+    flat = memory.view(array, 0, (100,))
+    assert flat.gpu_data is array.gpu_data and flat.shape == (100,)
+    del array
+    gc.collect()
+    assert cache.allocated_bytes == 512
+    del flat
+    gc.collect()
+    assert cache.allocated_bytes == 0
+
+
 def test_views_of_numba_allocated_memory_use_numba_views():
     """Memory the cache did not lend (an array Numba allocated) is counted by Numba's own pointers:
     its views must go through them, or Numba could free it under a live view."""
