@@ -177,9 +177,19 @@ def test_shape_ops_3d(rng):
     1, -1, (slice(None), 2), (slice(0, 2), slice(1, None)), (Ellipsis, 0), (slice(None, None, 2),),
     (None, 1), np.array([0, 2, 0, 0]), (np.array([1, 1, 2]), np.array([0, 3, 0])),
     (slice(None), np.array([3, 3, 1])), np.array([True, False, True]), np.eye(3, 4, dtype=bool),
+    (np.int64(1), slice(None)), True, (True, 0),  # a numpy int is basic; a bool is advanced (adds a dim)
 ])
 def test_indexing_basic_integer_arrays_with_repeats_and_masks(index, rng):
     assert gradcheck(lambda t: t[index], leaf(rng.standard_normal((3, 4))))
+
+
+def test_basic_indices_are_numpys():
+    """Both backends split indexing (and its gradient) on numpy's rule: ints, slices, None and ... are
+    basic (a view, no element twice); bools, arrays and lists are advanced."""
+    from tinynorm.backends import is_basic_index
+
+    assert is_basic_index((0, slice(None), None, Ellipsis)) and is_basic_index(np.int64(2))
+    assert not any(is_basic_index(i) for i in (True, np.bool_(False), np.array([0]), [0, 1], (0, np.array([1]))))
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

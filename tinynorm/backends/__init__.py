@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
+
+import numpy as np
 
 _MODULES = {"cpu": "tinynorm.backends.cpu", "cuda": "tinynorm.backends.cuda"}
 _loaded: dict[str, ModuleType] = {}
@@ -32,3 +35,11 @@ def get_backend(device: str) -> ModuleType:
             raise RuntimeError(f"device {device!r} is not available: {error}") from error
         _loaded[device] = backend
     return backend
+
+
+def is_basic_index(index: Any) -> bool:
+    """Whether ``index`` only holds ints, slices, ``None`` and ``...`` (numpy's basic indexing, which
+    gives a view and never selects an element twice). Bools and arrays are advanced indexing."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, slice)
+               or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))) for i in items)

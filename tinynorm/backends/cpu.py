@@ -80,6 +80,7 @@ from ..kernels.cpu.softmax import (  # noqa: F401  (over the last axis)
     softmax_backward,
     softmax_forward,
 )
+from . import is_basic_index
 
 name = "cpu"
 # The CPU norm kernels have no float16 version: ops convert float16 data to float32 for them.
@@ -169,16 +170,11 @@ def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray, checked: b
     checks for free.
     """
     out = np.zeros(shape, dtype=values.dtype)
-    if _is_basic_index(index):
+    if is_basic_index(index):
         out[index] = values  # slices and ints never select an element twice
     else:
         np.add.at(out, index, values)
     return out
-
-
-def _is_basic_index(index: Any) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    return all(isinstance(i, (int, slice)) or i is None or i is Ellipsis for i in items)
 
 
 def random_uniform(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from .. import is_basic_index  # noqa: F401  (re-exported: CudaArray's indexing asks shape for it)
 from .array import CudaArray
 
 __all__ = ["broadcast_to", "concatenate", "expand_dims", "moveaxis", "reshape", "stack", "swapaxes", "transpose"]
@@ -154,14 +155,6 @@ def stack(arrays: Sequence[CudaArray], axis: int = 0) -> CudaArray:
 
 
 # ------------------------------------------------------------------------------ basic indexing
-def is_basic_index(index: Any) -> bool:
-    """Whether ``index`` only holds ints, slices, ``None`` and ``...`` (numpy's basic indexing, which
-    gives a view). Bools and arrays are advanced indexing."""
-    items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, slice)
-               or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))) for i in items)
-
-
 def basic_view(a: CudaArray, index: Any) -> CudaArray:
     """The view ``a[index]`` for a basic ``index`` (see :func:`is_basic_index`)."""
     items = list(index) if isinstance(index, tuple) else [index]
