@@ -277,34 +277,22 @@ def test_rows_keep_the_block_lent():
     assert cache.allocated_bytes == 0
 
 
-def test_a_view_of_a_view_keeps_the_block_lent():
+@pytest.mark.parametrize("make_view, offset", [
+    (lambda array: memory.view(memory.view(array, 10, (50,)), 5, (2, 5)), 15),  # a view of a view
+    (lambda array: memory.view(array, 0, (4, 25)), 0),  # a reshape: shares the pointer, as Numba's does
+])
+def test_a_view_keeps_the_block_lent(make_view, offset):
     import numpy as np
 
     cache, _ = make_cache()
     array = _device_array(cache, (100,), np.float32)
-    inner = memory.view(memory.view(array, 10, (50,)), 5, (2, 5))
-    assert inner.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * 15
+    view = make_view(array)
+    assert view.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * offset
+    assert (view.gpu_data is array.gpu_data) == (view.size == array.size)
     del array
     gc.collect()
     assert cache.allocated_bytes == 512
-    del inner
-    gc.collect()
-    assert cache.allocated_bytes == 0
-
-
-def test_a_reshaped_view_shares_the_pointer_and_keeps_the_block_lent():
-    """A view of the whole array in another shape (offset 0) shares the array's memory pointer, as
-    Numba's own reshape does, so it keeps the block lent like any view."""
-    import numpy as np
-
-    cache, _ = make_cache()
-    array = _device_array(cache, (4, 25), np.float32)
-    flat = memory.view(array, 0, (100,))
-    assert flat.gpu_data is array.gpu_data and flat.shape == (100,)
-    del array
-    gc.collect()
-    assert cache.allocated_bytes == 512
-    del flat
+    del view
     gc.collect()
     assert cache.allocated_bytes == 0
 
