@@ -291,5 +291,19 @@ class CudaArray:
 
 _OPERAND_TYPES = (CudaArray, bool, int, float, np.bool_, np.integer, np.floating, np.ndarray)
 
+
+def check_array(name: str, value: Any) -> CudaArray:
+    """``value``, after checking it is a CudaArray: the backend functions' first check, a TypeError
+    naming the argument (a host array must be copied to the device explicitly)."""
+    if not isinstance(value, CudaArray):
+        raise TypeError(f"{name} must be a CudaArray, got {type(value).__name__}")
+    return value
+
+
+def kernel_array(name: str, value: Any, shape: Shape | None = None) -> Any:
+    """``value`` (checked by :func:`check_array`) as the C-contiguous Numba device array a kernel takes,
+    in ``shape`` when given (see :meth:`CudaArray.as_numba`)."""
+    return check_array(name, value).as_numba(shape)
+
 # Imported last: these modules import CudaArray from this one (the methods above use them at call time).
 from . import creation, elementwise, shape

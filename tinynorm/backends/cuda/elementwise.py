@@ -22,7 +22,7 @@ from numba import from_dtype
 
 from ...kernels.cuda import elementwise as kernels
 from . import creation, shape
-from .array import CudaArray
+from .array import CudaArray, check_array
 
 __all__ = ["abs", "add", "clip", "cos", "equal", "erf", "exp", "gelu", "gelu_backward", "greater", "greater_equal",
            "less", "less_equal", "log", "logical_and", "logical_not", "logical_or", "maximum", "minimum", "multiply",
@@ -73,9 +73,7 @@ def apply(op: Callable, operands: list[Operand], result: np.dtype, computes: lis
     if out is None:
         out = CudaArray.empty(target, result)
     else:
-        if not isinstance(out, CudaArray):
-            raise TypeError(f"{name}: out must be a CudaArray, got {type(out).__name__}")
-        if target != out.shape:
+        if check_array(f"{name}: out", out).shape != target:
             raise ValueError(f"{name}: non-broadcastable output operand with shape {out.shape} doesn't match "
                              f"the broadcast shape {target}")
         if not np.can_cast(result, out.dtype, casting):

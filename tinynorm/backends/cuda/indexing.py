@@ -25,7 +25,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ...kernels.cuda import indexing as kernels
 from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided, fill, zeros
-from .array import CudaArray
+from .array import CudaArray, check_array
 from .shape import is_basic_index
 
 __all__ = ["count_indices", "getitem", "index_add", "setitem", "take", "take_along_axis"]
@@ -263,9 +263,7 @@ def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False
     ``checked=True`` promises that every index is in range (it already read an array of ``shape``, in
     the forward pass): the range check, and its wait for the GPU, are skipped.
     """
-    if not isinstance(values, CudaArray):
-        raise TypeError(f"index_add: values must be a CudaArray, got {type(values).__name__}")
-    out = CudaArray.empty(shape, values.dtype)
+    out = CudaArray.empty(shape, check_array("index_add: values", values).dtype)
     fill(out.storage, 0)
     if is_basic_index(index):  # ints and slices never select an element twice: a strided copy will do
         out[index] = values

@@ -16,7 +16,7 @@ from itertools import pairwise
 import numpy as np
 
 from ...kernels.cuda.matmul import accumulator_dtype, matmul_strided
-from .array import CudaArray
+from .array import CudaArray, check_array
 
 __all__ = ["linear", "matmul"]
 
@@ -93,9 +93,7 @@ def matmul(a: CudaArray, b: CudaArray, bias: CudaArray | None = None) -> CudaArr
     dims differ or the batch dims do not broadcast. ``bias`` (used by :func:`linear`): a C-contiguous
     ``(N,)`` array of the result's dtype added to every row of the product, in the kernel."""
     for name, array in (("a", a), ("b", b)):
-        if not isinstance(array, CudaArray):
-            raise TypeError(f"matmul: {name} must be a CudaArray, got {type(array).__name__}")
-        if array.ndim == 0:
+        if check_array(f"matmul: {name}", array).ndim == 0:
             raise ValueError(f"matmul: {name} must have at least one dimension, got a 0-d array")
     dtype = _result_dtype(a, b)
     accumulator_dtype(dtype)  # a TypeError for unsupported dtypes

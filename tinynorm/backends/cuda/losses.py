@@ -7,22 +7,15 @@ copied first).
 from __future__ import annotations
 
 from ...kernels.cuda import cross_entropy as kernels
-from .array import CudaArray
+from .array import CudaArray, check_array, kernel_array
 
 __all__ = ["cross_entropy_backward", "cross_entropy_forward"]
-
-
-def _numba(name: str, a: object, flat: bool = False):
-    """``a``'s Numba view for a kernel (1-D when ``flat``: a 0-d upstream gradient becomes one value)."""
-    if not isinstance(a, CudaArray):
-        raise TypeError(f"{name} must be a CudaArray, got {type(a).__name__}")
-    return a.as_numba((a.size,) if flat else None)
 
 
 def cross_entropy_forward(logits: CudaArray, target: CudaArray, ignore_index: int = -100,
                           label_smoothing: float = 0.0) -> tuple[CudaArray, CudaArray]:
     """Each row's loss (rows,) and log-sum-exp (rows,), in logits' dtype; ignored rows have loss 0."""
-    losses, lse = kernels.cross_entropy_forward(_numba("logits", logits), _numba("target", target),
+    losses, lse = kernels.cross_entropy_forward(kernel_array("logits", logits), kernel_array("target", target),
                                                 ignore_index, label_smoothing)
     return CudaArray.wrap(losses), CudaArray.wrap(lse)
 
@@ -32,6 +25,7 @@ def cross_entropy_backward(grad: CudaArray, logits: CudaArray, lse: CudaArray, t
                            grad_scale: float = 1.0) -> CudaArray:
     """The gradient w.r.t. logits given the upstream gradient of each row's loss (``grad``: (rows,), or
     a single value for every row), times ``grad_scale``; zeros for ignored rows."""
+    flat_grad = check_array("grad", grad).as_numba((grad.size,))  # a 0-d gradient becomes one value
     return CudaArray.wrap(kernels.cross_entropy_backward(
-        _numba("grad", grad, flat=True), _numba("logits", logits), _numba("lse", lse), _numba("target", target),
+        flat_grad, kernel_array("logits", logits), kernel_array("lse", lse), kernel_array("target", target),
         ignore_index, label_smoothing, grad_scale))

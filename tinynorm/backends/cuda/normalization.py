@@ -21,7 +21,7 @@ from ...kernels.cuda import group_norm as _gn
 from ...kernels.cuda import layer_norm as _ln
 from ...kernels.cuda import rms_norm as _rms
 from ...kernels.cuda._shared import DATA_DTYPES
-from .array import CudaArray
+from .array import CudaArray, check_array
 
 __all__ = [
     "HALF_NORM_KERNELS",
@@ -47,9 +47,7 @@ HALF_NORM_KERNELS = True
 
 def _data(op: str, name: str, array: Any) -> Any:
     """A float16/float32 CudaArray as a C-contiguous numba device array for the kernel."""
-    if not isinstance(array, CudaArray):
-        raise TypeError(f"{op}: {name} must be a CudaArray, got {type(array).__name__}")
-    if array.dtype not in DATA_DTYPES:
+    if check_array(f"{op}: {name}", array).dtype not in DATA_DTYPES:
         raise TypeError(
             f"{op}: {name} has dtype {array.dtype}, but the CUDA norm kernels take float16 or float32 data "
             f"(statistics and arithmetic in float32); convert it with .float(), or normalize float64 on the CPU"
@@ -70,9 +68,8 @@ def _out(op: str, out: Any) -> Any:
     """``out`` as the numba array the kernel writes into: only a C-contiguous CudaArray can be one."""
     if out is None:
         return None
-    if not isinstance(out, CudaArray):
-        raise TypeError(f"{op}: out must be a CudaArray, got {type(out).__name__}")
-    if not out.is_contiguous():  # as_numba would copy, and the kernel would write into the copy
+    # Only a contiguous out: as_numba would copy any other, and the kernel would write into the copy.
+    if not check_array(f"{op}: out", out).is_contiguous():
         raise ValueError(f"{op}: out must be C-contiguous, got strides {out.strides} for shape {out.shape}")
     return out.as_numba()
 

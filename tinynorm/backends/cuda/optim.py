@@ -14,7 +14,7 @@ from typing import Any
 
 from ...kernels.cuda import optim as kernels
 from ...kernels.cuda.strided import copy_strided
-from .array import CudaArray
+from .array import CudaArray, check_array
 
 __all__ = ["adam_update", "sgd_update"]
 
@@ -26,9 +26,7 @@ def _flat(array: CudaArray) -> Any:
 
 def _updated(name: str, array: CudaArray) -> Any:
     """``array``'s memory as a flat Numba device array the kernel may write into."""
-    if not isinstance(array, CudaArray):
-        raise TypeError(f"{name} must be a CudaArray, got {type(array).__name__}")
-    if not array.is_contiguous():
+    if not check_array(name, array).is_contiguous():
         raise ValueError(f"{name} must be C-contiguous to be updated in place, got shape {array.shape} "
                          f"with strides {array.strides}")
     return _flat(array)
@@ -36,9 +34,7 @@ def _updated(name: str, array: CudaArray) -> Any:
 
 def _gradient(grad: CudaArray, param: CudaArray) -> Any:
     """``grad`` as a flat contiguous Numba device array of ``param``'s dtype (a copy if it is not one)."""
-    if not isinstance(grad, CudaArray):
-        raise TypeError(f"grad must be a CudaArray, got {type(grad).__name__}")
-    if grad.shape != param.shape:
+    if check_array("grad", grad).shape != param.shape:
         raise ValueError(f"grad must have the parameter's shape {param.shape}, got {grad.shape}")
     if grad.dtype == param.dtype:
         return _flat(grad)

@@ -9,15 +9,14 @@ from __future__ import annotations
 import math
 
 from ...kernels.cuda import softmax as kernels
-from .array import CudaArray
+from .array import CudaArray, check_array
 
 __all__ = ["log_softmax_backward", "log_softmax_forward", "softmax_backward", "softmax_forward"]
 
 
 def _rows(name: str, a: object):
     """``a`` as a C-contiguous 2-D (rows, last axis) Numba device array, after checking its type."""
-    if not isinstance(a, CudaArray):
-        raise TypeError(f"{name} must be a CudaArray, got {type(a).__name__}")
+    check_array(name, a)
     if a.dtype not in kernels.FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {a.dtype}")
     width = a.shape[-1] if a.ndim else 1  # a 0-d array is one row of one element
