@@ -202,6 +202,20 @@ def test_errors_match_the_cpu_backend(name, call):
     assert str(cuda_error.value) == str(cpu_error.value)
 
 
+def test_kernels_refuse_non_contiguous_device_arrays():
+    """The kernels index their arrays as C-contiguous: a strided view is a ValueError naming it."""
+    from tinynorm.kernels.cuda import pool
+
+    strided = cuda.to_device(np.zeros((1, 1, 4, 8), np.float32))[..., ::2]
+    with pytest.raises(ValueError, match=r"x must be C-contiguous, got strides"):
+        kernels.conv2d_forward(strided, np.zeros((1, 1, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"cols must be C-contiguous, got strides"):
+        kernels.col2im(cuda.to_device(np.zeros((1, 4, 18), np.float32))[:, :, ::2], (1, 1, 4, 4), 2)
+    argmax = cuda.to_device(np.zeros((1, 1, 2, 4), np.int64))[..., ::2]
+    with pytest.raises(ValueError, match=r"argmax must be C-contiguous, got strides"):
+        pool.max_pool2d_backward(np.zeros((1, 1, 2, 2), np.float32), argmax, (1, 1, 4, 4))
+
+
 def test_inputs_must_be_cuda_arrays():
     with pytest.raises(TypeError, match="x must be a CudaArray, got ndarray"):
         backend.max_pool2d_forward(np.zeros((1, 1, 4, 4), np.float32), 2)

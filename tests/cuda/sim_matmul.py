@@ -108,6 +108,12 @@ def test_kernel_rejects_bad_out_and_dtype():
         kernels.matmul(a.astype(np.complex64), b.astype(np.complex64))
 
 
+def test_kernel_refuses_non_contiguous_device_arrays():
+    strided = cuda.to_device(np.zeros((4, 6), np.float32))[:, ::2]
+    with pytest.raises(ValueError, match=r"a must be C-contiguous, got strides"):
+        kernels.matmul(strided, np.zeros((3, 2), np.float32))
+
+
 def test_strided_entry_checks_its_views():
     """``matmul_strided`` refuses a view that would read past the end of its storage."""
     storage = cuda.to_device(np.zeros(12, np.float32))

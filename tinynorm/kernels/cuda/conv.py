@@ -28,7 +28,7 @@ from numba import cuda
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
 from . import memory
-from ._shared import on_device
+from ._shared import check_contiguous, on_device
 from .launch import jit, launch
 from .matmul import matmul_strided
 from .strided import THREADS, blocks_for
@@ -43,8 +43,7 @@ def check_input(name: str, array: object):
         raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {tuple(array.shape)}")
     if array.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must be float32 or float64, got {array.dtype}")
-    if not array.is_c_contiguous():
-        raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {tuple(array.shape)}")
+    check_contiguous(name, array)
     return array
 
 
@@ -184,8 +183,7 @@ def _check_cols(cols, input_shape: tuple[int, int, int, int], kernel: tuple[int,
     expected = (input_shape[0], input_shape[1] * kernel[0] * kernel[1], out_size[0] * out_size[1])
     if tuple(cols.shape) != expected:
         raise ValueError(f"cols must have shape {expected} for input shape {input_shape}, got {tuple(cols.shape)}")
-    if not cols.is_c_contiguous():
-        raise ValueError(f"cols must be C-contiguous, got strides {cols.strides} for shape {expected}")
+    check_contiguous("cols", cols)
     return cols
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from numba import cuda, from_dtype
 
 from . import memory
-from ._shared import check_like, grid_size, on_device, output
+from ._shared import check_contiguous, check_like, grid_size, on_device, output
 from .launch import jit, launch
 from .strided import strided_offset
 
@@ -193,8 +193,7 @@ def _batched(name: str, array: Any) -> tuple:
     cols)), the batch stride 0 when there is one matrix (it is then broadcast)."""
     if array.ndim not in (2, 3):
         raise ValueError(f"{name} must be 2-D (rows, cols) or 3-D (batch, rows, cols), got shape {tuple(array.shape)}")
-    if not array.is_c_contiguous():
-        raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {tuple(array.shape)}")
+    check_contiguous(name, array)
     shape = (1,) * (3 - array.ndim) + tuple(array.shape)
     strides = (0 if shape[0] == 1 else shape[1] * shape[2], shape[2], 1)
     return memory.view(array, 0, array.size), shape[0], strides

@@ -20,7 +20,7 @@ from numba import cuda
 from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry
 from . import memory
-from ._shared import on_device
+from ._shared import check_contiguous, on_device
 from .conv import check_input
 from .launch import jit, launch
 from .strided import THREADS, blocks_for, error_flag
@@ -154,8 +154,7 @@ def _check_argmax(argmax, x_shape: tuple[int, int, int, int]):
     if argmax.ndim != 4 or tuple(argmax.shape[:2]) != x_shape[:2] or argmax.dtype.kind not in "iu":
         raise ValueError(f"argmax must be an integer (N, C, OH, OW) array matching x_shape {x_shape}, "
                          f"got shape {tuple(argmax.shape)} and dtype {argmax.dtype}")
-    if not argmax.is_c_contiguous():
-        raise ValueError(f"argmax must be C-contiguous, got strides {argmax.strides} for shape {tuple(argmax.shape)}")
+    check_contiguous("argmax", argmax)
     return argmax
 
 
