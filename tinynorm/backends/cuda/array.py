@@ -22,6 +22,7 @@ import numpy as np
 from ...kernels.cuda import memory
 from ...kernels.cuda.memory import contiguous_strides
 from ...kernels.cuda.strided import copy_strided
+from .. import is_basic_index
 
 Shape = tuple[int, ...]
 
@@ -224,14 +225,14 @@ class CudaArray:
 
     def __getitem__(self, index: Any) -> CudaArray:
         """Basic indexing (ints, slices, None, ...) gives a view; array and bool indices a copy."""
-        if shape.is_basic_index(index):
+        if is_basic_index(index):
             return shape.basic_view(self, index)
         from . import indexing
         return indexing.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Write ``value`` (scalar, CudaArray or host array; broadcast and cast) into ``self[index]``."""
-        if shape.is_basic_index(index):
+        if is_basic_index(index):
             elementwise.assign(shape.basic_view(self, index), value)
         else:
             from . import indexing

@@ -25,8 +25,8 @@ from numpy.lib.array_utils import normalize_axis_index
 from ...kernels.cuda import indexing as kernels
 from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided, fill, zeros
+from .. import is_basic_index
 from .array import CudaArray, check_array
-from .shape import is_basic_index
 
 __all__ = ["count_indices", "getitem", "index_add", "setitem", "take", "take_along_axis"]
 

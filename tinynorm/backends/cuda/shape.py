@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from .. import is_basic_index  # noqa: F401  (re-exported: CudaArray's indexing asks shape for it)
 from .array import CudaArray
 
 __all__ = ["broadcast_to", "concatenate", "expand_dims", "moveaxis", "reshape", "stack", "swapaxes", "transpose"]
