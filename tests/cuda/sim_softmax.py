@@ -196,3 +196,10 @@ def test_count_indices_matches_the_cpu_backend(ignore_index):
     assert expected[0] and (expected[1] or ignore_index is None)
     assert cuda_indexing.count_indices(device(indices), 10, ignore_index) == expected
     assert cuda_indexing.count_indices(device(indices[:0]), 10, ignore_index) == (0, 0)
+
+
+def test_count_indices_takes_integer_cuda_arrays_only():
+    with pytest.raises(TypeError, match="count_indices: indices must be a CudaArray, got ndarray"):
+        cuda_indexing.count_indices(np.zeros(3, np.int64), 10)
+    with pytest.raises(TypeError, match="indices must be a CudaArray of integers, got float32"):
+        cuda_indexing.count_indices(device(np.zeros(3, np.float32)), 10)

@@ -3,8 +3,8 @@
 An optimizer holds ``param_groups``, a list of dicts that each hold a list of parameters (``'params'``)
 and the options used to update them (``'lr'``, ``'momentum'``...), and ``state``, a dict from each
 parameter to its per-parameter buffers (momentum, Adam's moving averages, the step count).
-Subclasses define ``_update``: the rule for a group's parameters, given their gradients. Everything else is here,
-with PyTorch's names and semantics.
+Subclasses define ``_update``: the rule for a group's parameters, given their gradients. Everything
+else is here, with PyTorch's names and semantics.
 
 Updates change ``p.data`` in place, so modules that hold the parameter see the new values; they never
 write into ``p.grad.data``, which may share memory with arrays the autograd engine handed out.

@@ -276,9 +276,8 @@ def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False
 def count_indices(indices: CudaArray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
     """``(outside, ignored)``: entries of the integer array ``indices`` outside ``[0, upper)`` and not
     ``ignore_index``, and entries equal to ``ignore_index`` (0 when None); one launch, two ints read back."""
-    if not isinstance(indices, CudaArray) or indices.dtype.kind not in "iu":
-        got = indices.dtype if isinstance(indices, CudaArray) else type(indices).__name__
-        raise TypeError(f"count_indices: indices must be a CudaArray of integers, got {got}")
+    if check_array("count_indices: indices", indices).dtype.kind not in "iu":
+        raise TypeError(f"count_indices: indices must be a CudaArray of integers, got {indices.dtype}")
     return kernels.count_indices(indices.as_numba((indices.size,)), upper, ignore_index)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...kernels.cuda.matmul import accumulator_dtype, gemm
 from .array import CudaArray, check_array
+from .elementwise import result_type
 
 __all__ = ["linear", "matmul"]
 
@@ -52,11 +53,6 @@ def _merged_stride(shape: Shape, strides: Shape) -> int | None:
     return dims[-1][1] if dims else 0
 
 
-def _result_dtype(a: CudaArray, b: CudaArray) -> np.dtype:
-    """numpy's result dtype of ``a @ b``; equal dtypes (the usual case) skip ``np.result_type``."""
-    return a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
-
-
 def _broadcast_batch(a: Shape, b: Shape) -> Shape | None:
     """The broadcast of two batch shapes, or None when they do not broadcast. The usual cases (equal,
     or a single matrix on one side) skip ``np.broadcast_shapes``, which costs a microsecond a call."""
@@ -82,7 +78,7 @@ def linear(x: CudaArray, weight: CudaArray, bias: CudaArray | None = None) -> Cu
     is a separate elementwise add, with numpy's dtype promotion)."""
     if bias is None:
         return matmul(x, weight.T)
-    product_dtype = _result_dtype(x, weight)
+    product_dtype = result_type(x, weight)
     if not isinstance(bias, CudaArray) or bias.shape != weight.shape[:1] or bias.dtype != product_dtype:
         return matmul(x, weight.T) + bias
     return matmul(x, weight.T, bias)
@@ -95,7 +91,7 @@ def matmul(a: CudaArray, b: CudaArray, bias: CudaArray | None = None) -> CudaArr
     for name, array in (("a", a), ("b", b)):
         if check_array(f"matmul: {name}", array).ndim == 0:
             raise ValueError(f"matmul: {name} must have at least one dimension, got a 0-d array")
-    dtype = _result_dtype(a, b)
+    dtype = result_type(a, b)
     accumulator_dtype(dtype)  # a TypeError for unsupported dtypes
     a2 = _readable(_as_matrix(a, "row"))
     b2 = _readable(_as_matrix(b, "column"))

@@ -155,7 +155,7 @@ def stack(arrays: Sequence[CudaArray], axis: int = 0) -> CudaArray:
 
 # ------------------------------------------------------------------------------ basic indexing
 def basic_view(a: CudaArray, index: Any) -> CudaArray:
-    """The view ``a[index]`` for a basic ``index`` (see :func:`is_basic_index`)."""
+    """The view ``a[index]`` for a basic ``index`` (see :func:`tinynorm.backends.is_basic_index`)."""
     items = list(index) if isinstance(index, tuple) else [index]
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > a.ndim:

@@ -354,7 +354,7 @@ def map_strided(op: Callable, out: Any, out_offset: int, out_strides: Sequence[i
     padded = [*operands, *[False] * padding]  # unused positions: a scalar False, never read
     kinds = tuple((not isinstance(operand, tuple), cast) for operand, cast in
                   zip(padded, [*casts, *[types.boolean] * padding]))
-    if _in_c_order(out, out_offset, out_strides, tuple(shape), operands):
+    if _in_c_order(out, out_offset, out_strides, tuple(shape), size, operands):
         values = [operand[0] if isinstance(operand, tuple) else operand for operand in padded]
         launch(flat_map_kernel(op, len(operands), kinds), blocks_for(size), threads_for(size), (out, *values))
         return
@@ -372,12 +372,12 @@ def map_strided(op: Callable, out: Any, out_offset: int, out_strides: Sequence[i
     launch(kernel, blocks_for(size), threads_for(size), (out, out_offset, strides[0], shape, size, *arguments))
 
 
-def _in_c_order(out: Any, out_offset: int, out_strides: Sequence[int], shape: tuple,
+def _in_c_order(out: Any, out_offset: int, out_strides: Sequence[int], shape: tuple, size: int,
                 operands: Sequence[Operand]) -> bool:
-    """Whether position ``i`` of ``shape`` is element ``i`` of ``out`` and of every array operand's
-    storage, and ``out`` has no other elements."""
+    """Whether position ``i`` of ``shape`` (``size`` positions) is element ``i`` of ``out`` and of every
+    array operand's storage, and ``out`` has no other elements."""
     c_order = contiguous_strides(shape)
-    return (out_offset == 0 and tuple(out_strides) == c_order and out.size == math.prod(shape)
+    return (out_offset == 0 and tuple(out_strides) == c_order and out.size == size
             and all(operand[1] == 0 and tuple(operand[2]) == c_order
                     for operand in operands if isinstance(operand, tuple)))
 
