@@ -140,8 +140,8 @@ def calls(rng: np.random.Generator, fake: bool = False) -> dict:
     b = tinynorm.tensor(np.zeros(SHAPE[1], np.float32), device="cuda")
     leaf = tinynorm.tensor(x_host, device="cuda", requires_grad=True)
     grad = tinynorm.tensor(rng.standard_normal(SHAPE).astype(np.float32), device="cuda")
-    x_numba, w_numba, b_numba = (t.data.as_numba() for t in (x, w, b))
-    y_numba = x.data.copy().as_numba()
+    x_numba, w_numba, b_numba = (t.array.as_numba() for t in (x, w, b))
+    y_numba = x.array.copy().as_numba()
 
     def forward_backward() -> None:
         F.layer_norm(leaf, SHAPE[1:], w, b, EPS).backward(grad)
@@ -155,7 +155,7 @@ def calls(rng: np.random.Generator, fake: bool = False) -> dict:
 
     return {
         "kernel layer_norm_forward(out=)": kernel,
-        "backend layer_norm_forward": lambda: backend.layer_norm_forward(x.data, w.data, b.data, EPS),
+        "backend layer_norm_forward": lambda: backend.layer_norm_forward(x.array, w.array, b.array, EPS),
         "functional layer_norm": functional,
         "functional layer_norm + backward": forward_backward,
         "tensor x + x": lambda: x + x,

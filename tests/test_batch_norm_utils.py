@@ -18,8 +18,8 @@ def batch_norm_reference(x, mean, var, weight, bias):
 def trained_batch_norm(rng, steps=3):
     """A float32 BatchNorm1d(3) with non-trivial parameters and running statistics."""
     layer = nn.BatchNorm1d(3, momentum=0.5)
-    layer.weight.data[...] = rng.uniform(0.5, 2, 3)
-    layer.bias.data[...] = rng.standard_normal(3)
+    layer.weight.array[...] = rng.uniform(0.5, 2, 3)
+    layer.bias.array[...] = rng.standard_normal(3)
     for _ in range(steps):
         layer(tinynorm.tensor((rng.standard_normal((8, 3)) * 2 + 3).astype(np.float32)))
     return layer
@@ -106,8 +106,8 @@ def mixed_mode_model(rng):
     for _ in range(2):
         model(tinynorm.tensor(rng.standard_normal((6, 4)).astype(np.float32)))
     for norm in (model[2], model[5]):
-        norm.weight.data[...] = rng.uniform(0.5, 2, norm.num_features)
-        norm.bias.data[...] = rng.standard_normal(norm.num_features)
+        norm.weight.array[...] = rng.uniform(0.5, 2, norm.num_features)
+        norm.bias.array[...] = rng.standard_normal(norm.num_features)
     model[4].eval()
     model[5].freeze()
     return model
@@ -164,8 +164,8 @@ def test_recompute_fixes_stale_statistics():
     features = np.stack([50 + np.where(labels == 0, 10.0, -10.0) + 2 * rng.standard_normal(256),
                          rng.standard_normal(256)], axis=1).astype(np.float32)
     model = nn.Sequential(nn.BatchNorm1d(2), nn.Linear(2, 2))
-    model[1].weight.data[...] = [[1, 0], [-1, 0]]  # class 0 when the normalized first feature is positive
-    model[1].bias.data[...] = 0
+    model[1].weight.array[...] = [[1, 0], [-1, 0]]  # class 0 when the normalized first feature is positive
+    model[1].bias.array[...] = 0
     batches = [tinynorm.tensor(features[k:k + 64]) for k in range(0, 256, 64)]
 
     def accuracy():
@@ -174,8 +174,8 @@ def test_recompute_fixes_stale_statistics():
     recompute_batch_norm_statistics(model, batches)
     good_accuracy, good_state = accuracy(), state(model)
     assert good_accuracy > 0.97
-    model[0].running_mean.data[...] = 0  # stale: statistics of some other data
-    model[0].running_var.data[...] = 1
+    model[0].running_mean.array[...] = 0  # stale: statistics of some other data
+    model[0].running_var.array[...] = 1
     assert accuracy() < 0.6
     recompute_batch_norm_statistics(model.train(), batches)
     assert accuracy() == good_accuracy

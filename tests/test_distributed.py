@@ -68,7 +68,7 @@ def _pair(batch_norm_class, seed=0, **kwargs):
     if plain.affine:
         weight = rng.normal(size=4).astype(np.float32) + 1
         for layer in (plain, sync):
-            layer.weight.data[...], layer.bias.data[...] = weight, np.linspace(-1, 1, 4, dtype=np.float32)
+            layer.weight.array[...], layer.bias.array[...] = weight, np.linspace(-1, 1, 4, dtype=np.float32)
     return plain, sync
 
 
@@ -132,7 +132,7 @@ def test_sync_batch_norm_with_a_mirrored_rank_equals_batch_norm_on_the_doubled_b
     dy, weight, bias = rng.normal(size=x.shape), rng.normal(size=3), rng.normal(size=3)
     comm = MirrorComm()
     layer = SyncBatchNorm(3, process_group=comm, momentum=0.5, dtype=tinynorm.float64)
-    layer.weight.data[...], layer.bias.data[...] = weight, bias
+    layer.weight.array[...], layer.bias.array[...] = weight, bias
     xt = tinynorm.tensor(x, requires_grad=True)
     y = layer(xt)
     y.backward(tinynorm.tensor(dy))

@@ -66,13 +66,13 @@ def test_w2_gradient_norm_is_the_directional_derivative_along_the_gradient(place
     h = 1e-5
     for i, weight in enumerate(exp.feedforward_weights(model)):
         direction = weight.grad.numpy() / np.linalg.norm(weight.grad.numpy())
-        original = weight.data.copy()
+        original = weight.array.copy()
         losses = []
         for sign in (1, -1):
-            weight.data = original + sign * h * direction
+            weight.array = original + sign * h * direction
             with tn.no_grad():
                 losses.append(exp.loss_of(model, x, y).item())
-        weight.data = original
+        weight.array = original
         assert (losses[0] - losses[1]) / (2 * h) == pytest.approx(norms[i], rel=1e-6)
 
 

@@ -73,7 +73,7 @@ def test_parameters_come_back_as_plain_tensors_without_grad(tmp_path):
     loaded = round_trip({"w": w}, tmp_path)["w"]
     assert type(loaded) is tn.Tensor and not loaded.requires_grad and loaded.grad is None
     assert loaded.numpy().tobytes() == w.numpy().tobytes()
-    assert loaded.data is not w.data
+    assert loaded.array is not w.array
 
 
 def test_an_object_appearing_twice_is_stored_once(tmp_path):

@@ -103,7 +103,7 @@ def randomize_parameters(layer, rng):
     """Non-trivial affine parameters (weight far from 1, bias far from 0)."""
     for name, param in layer.named_parameters():
         values = 1.0 + 0.5 * rng.standard_normal(param.shape) if name == "weight" else rng.standard_normal(param.shape)
-        param.data[...] = values
+        param.array[...] = values
 
 
 def run_tinynorm(layer, x, dy):

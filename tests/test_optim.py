@@ -181,13 +181,13 @@ def test_matches_torch_training_a_small_network():
 def test_updates_in_place_without_touching_the_gradient(case):
     cls, config = case
     p = tn.randn(3, 4, requires_grad=True)
-    storage = p.data
+    storage = p.array
     grad = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
     p.grad = tn.tensor(grad.copy())
     optimizer = cls([p], **config)
     for _ in range(3):
         optimizer.step()
-    assert p.data is storage  # modules keep a reference to this very array
+    assert p.array is storage  # modules keep a reference to this very array
     np.testing.assert_array_equal(p.grad.numpy(), grad)
     assert not p.requires_grad or p.grad_fn is None  # the update was not recorded
     for value in optimizer.state[p].values():
@@ -345,7 +345,7 @@ def test_load_state_dict_copies_and_casts():
     buffer = other.state[q]["momentum_buffer"]
     assert buffer.dtype == np.float64
     np.testing.assert_array_equal(buffer.numpy(), np.ones(3))
-    buffer.data += 1  # the loaded state must not alias the dict it came from
+    buffer.array += 1  # the loaded state must not alias the dict it came from
     np.testing.assert_array_equal(saved["state"][0]["momentum_buffer"].numpy(), np.ones(3))
 
 

@@ -86,11 +86,11 @@ def _buckets(tensors: Sequence[Tensor], bucket_bytes: float) -> list[list[Tensor
         bucket: list[Tensor] = []
         size = 0
         for tensor in group:
-            if bucket and size + tensor.data.nbytes > bucket_bytes:
+            if bucket and size + tensor.array.nbytes > bucket_bytes:
                 buckets.append(bucket)
                 bucket, size = [], 0
             bucket.append(tensor)
-            size += tensor.data.nbytes
+            size += tensor.array.nbytes
         buckets.append(bucket)
     return buckets
 
@@ -149,7 +149,7 @@ def _broadcast(tensors: Sequence[Tensor], root: int, comm: Any, bucket_size_mb: 
         flat = np.concatenate([t.numpy().reshape(-1) for t in bucket])
         comm.Bcast(flat, root=root)
         for tensor, part in _offsets(bucket):
-            tensor.data[...] = tensor._backend.from_numpy(flat[part].reshape(tensor.shape))
+            tensor.array[...] = tensor._backend.from_numpy(flat[part].reshape(tensor.shape))
 
 
 def broadcast_parameters(model: Module, root: int = 0, comm: Any = None, bucket_size_mb: float = 25.0) -> None:

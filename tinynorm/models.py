@@ -94,7 +94,7 @@ class TinyTransformerLM(nn.Module):
 
     def forward(self, ids: Tensor) -> Tensor:
         """Logits (B, T, vocab) for token ids (B, T)."""
-        ids_data = ids.data if isinstance(ids, Tensor) else np.asarray(ids)
+        ids_data = ids.array if isinstance(ids, Tensor) else np.asarray(ids)
         if ids_data.ndim != 2 or ids_data.shape[1] > self.block_size:
             raise ValueError(f"TinyTransformerLM: expected ids (B, T) with T <= {self.block_size}, got shape {tuple(ids_data.shape)}")
         # Positions 0..T-1 select the table's first T rows: a slice, the same values and gradients as

@@ -23,11 +23,11 @@ MinMax = namedtuple("MinMax", ["values", "indices"])
 class Tensor:
     """A multi-dimensional array with reverse-mode autograd. Create one with ``tinynorm.tensor``."""
 
-    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "__weakref__")
+    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "__weakref__")
     __array_priority__ = 1000  # numpy defers to Tensor's operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, device: str = "cpu") -> None:
-        self.data = data
+        self.array = data
         self.device = device
         self.grad: Tensor | None = None
         self.grad_fn = None
@@ -40,7 +40,7 @@ class Tensor:
     def _from_array(cls, data: Any, device: str = "cpu") -> "Tensor":
         """Wrap a backend array without checks or copies (the fast path used by ops)."""
         tensor = object.__new__(Tensor)
-        tensor.data = data
+        tensor.array = data
         tensor.device = device
         tensor.grad = None
         tensor.grad_fn = None
@@ -55,15 +55,15 @@ class Tensor:
 
     @property
     def shape(self) -> Shape:
-        return self.data.shape
+        return self.array.shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def is_leaf(self) -> bool:
@@ -80,7 +80,7 @@ class Tensor:
         return self.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self.array.size)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -94,7 +94,7 @@ class Tensor:
         Unlike PyTorch this also works when the tensor requires grad: it returns the values only,
         like ``t.detach().numpy()``.
         """
-        return self._backend.to_numpy(self.data)
+        return self._backend.to_numpy(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         array = self.numpy()
@@ -106,7 +106,7 @@ class Tensor:
         (``torch.as_tensor(t, device='cuda')``); CPU tensors have none (AttributeError)."""
         if self.device != "cuda":
             raise AttributeError(f"__cuda_array_interface__: only CUDA tensors have one, this one is on {self.device}")
-        return self.data.__cuda_array_interface__
+        return self.array.__cuda_array_interface__
 
     def item(self) -> Any:
         if self.numel() != 1:
@@ -165,7 +165,19 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same values (shared memory), cut from the graph."""
-        return Tensor._from_array(self.data, self.device)
+        return Tensor._from_array(self.array, self.device)
+
+    @property
+    def data(self) -> "Tensor":
+        """The values as a tensor that shares this one's memory, cut from the graph
+        (``requires_grad=False``); writes through it are not seen by autograd."""
+        return Tensor._from_array(self.array, self.device)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self.array, self.device = value.array, value.device
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> Callable[[], None]:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it.
@@ -184,7 +196,7 @@ class Tensor:
             return
 
         def store(grad: Tensor) -> None:
-            self.grad = grad if self.grad is None else Tensor._from_array(self.grad.data + grad.data, self.device)
+            self.grad = grad if self.grad is None else Tensor._from_array(self.grad.array + grad.array, self.device)
 
         self.register_hook(store)
 
@@ -226,25 +238,25 @@ class Tensor:
 
     # ---------------------------------------------------------------- in place (no autograd)
     def zero_(self) -> "Tensor":
-        self.data[...] = 0
+        self.array[...] = 0
         return self
 
     def fill_(self, value: float) -> "Tensor":
-        self.data[...] = value
+        self.array[...] = value
         return self
 
     def copy_(self, source: Any) -> "Tensor":
         """Copy values into this tensor's storage (casting to its dtype), from a tensor on any device
         or from host data; not recorded by autograd."""
         if isinstance(source, Tensor):
-            values = source.data if source.device == self.device else source.detach().to(self.device).data
+            values = source.array if source.device == self.device else source.detach().to(self.device).array
         elif self.device == "cpu":
             values = source
         else:
             values = self._backend.from_numpy(np.asarray(source, dtype=self.dtype))
         if tuple(np.shape(values)) != self.shape:
             raise ValueError(f"copy_: source has shape {tuple(np.shape(values))}, expected {self.shape}")
-        self.data[...] = values
+        self.array[...] = values
         return self
 
     # ------------------------------------------------------------------------------ operators
@@ -455,8 +467,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     if isinstance(data, Tensor) or hasattr(data, "__cuda_array_interface__"):
         source = data.detach() if isinstance(data, Tensor) else _cuda.from_cuda_array(data)
         result = source.to(dtype=dtype, device=resolve_device(device or source.device))
-        if result.data is source.data:  # nothing changed: copy, so the new tensor owns its memory
-            result = Tensor._from_array(result._backend.copy(result.data), result.device)
+        if result.array is source.array:  # nothing changed: copy, so the new tensor owns its memory
+            result = Tensor._from_array(result._backend.copy(result.array), result.device)
     else:
         result = _from_host(data, dtype, resolve_device(device or "cpu"))
     if requires_grad:

@@ -43,7 +43,7 @@ class FakeCudaArray:
 
 
 def on_cuda(t: tinynorm.Tensor) -> bool:
-    return t.device == "cuda" and isinstance(t.data, CudaArray)
+    return t.device == "cuda" and isinstance(t.array, CudaArray)
 
 
 # ------------------------------------------------------------------------------------ device model
@@ -66,7 +66,7 @@ def test_tensor_on_cuda_keeps_values_and_dtype_rules():
 def test_tensor_of_a_tensor_copies_and_stays_on_its_device():
     x = tinynorm.tensor([1.0, 2.0], device="cuda")
     y = tinynorm.tensor(x)
-    assert on_cuda(y) and y.data is not x.data
+    assert on_cuda(y) and y.array is not x.array
     y.fill_(0.0)
     np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
     z = tinynorm.tensor(x, dtype=tinynorm.float64, device="cpu")

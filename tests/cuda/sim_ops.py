@@ -44,7 +44,7 @@ def positive(*shape: int, seed: int = 0) -> np.ndarray:
 
 def assert_close(actual: tinynorm.Tensor, expected: tinynorm.Tensor, what: str, rtol: float = RTOL) -> None:
     """Equal shapes and dtypes, values within ``rtol`` of the largest expected magnitude."""
-    assert actual.device == "cuda" and isinstance(actual.data, CudaArray), f"{what} is not on the device"
+    assert actual.device == "cuda" and isinstance(actual.array, CudaArray), f"{what} is not on the device"
     got, want = actual.numpy(), expected.numpy()
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"

@@ -53,13 +53,13 @@ def test_small_cnn_trains_the_same_on_cuda():
     assert cpu_losses[-1] < cpu_losses[0]  # it learns: the runs compared are not stuck
     cpu_state = cpu_model.state_dict()
     for name, value in cuda_model.state_dict().items():
-        assert value.device == "cuda" and isinstance(value.data, CudaArray), name
+        assert value.device == "cuda" and isinstance(value.array, CudaArray), name
         expected = cpu_state[name].numpy()
         scale = max(float(np.abs(expected).max()), 1e-3)
         np.testing.assert_allclose(value.numpy(), expected, rtol=RTOL, atol=RTOL * scale, err_msg=name)
     states = [v for state in cuda_optimizer.state.values() for v in state.values() if isinstance(v, tinynorm.Tensor)]
     assert len(cuda_optimizer.state) == len(list(cuda_model.parameters()))
-    assert states and all(t.device == "cuda" and isinstance(t.data, CudaArray) for t in states)
+    assert states and all(t.device == "cuda" and isinstance(t.array, CudaArray) for t in states)
 
 
 def _transfers_in_one_step(monkeypatch, model, images, labels) -> tuple[int, int]:

@@ -23,7 +23,7 @@ def make_model(norm, seed):
     tinynorm.manual_seed(seed)
     model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), norm(HIDDEN, momentum=0.5), nn.ReLU(),
                           nn.Linear(HIDDEN, CLASSES))
-    model[1].running_mean.data[...] = seed  # a buffer that differs per rank until broadcast
+    model[1].running_mean.array[...] = seed  # a buffer that differs per rank until broadcast
     return model
 
 

@@ -41,7 +41,7 @@ def run_case(sizes, channels, spatial, dtype, rtol, atol):
     local = h.local_slice(sizes)
 
     sync = SyncBatchNorm(channels, eps=EPS, momentum=MOMENTUM, dtype=dtype)
-    sync.weight.data[...], sync.bias.data[...] = weight, bias
+    sync.weight.array[...], sync.bias.array[...] = weight, bias
     x = tinynorm.tensor(batches[0][local], requires_grad=True)
     y = sync(x)
     y.backward(tinynorm.tensor(dy[local]))
@@ -68,7 +68,7 @@ def run_case(sizes, channels, spatial, dtype, rtol, atol):
     h.check(f"{name} running_var after 1 step", stats_after_one[1], 1 - MOMENTUM + MOMENTUM * batch_var, rtol, atol)
 
     reference = (BatchNorm1d if not spatial else BatchNorm2d)(channels, eps=EPS, momentum=MOMENTUM, dtype=dtype)
-    reference.weight.data[...], reference.bias.data[...] = weight, bias
+    reference.weight.array[...], reference.bias.array[...] = weight, bias
     x_full = tinynorm.tensor(batches[0], requires_grad=True)
     y_full = reference(x_full)
     y_full.backward(tinynorm.tensor(dy))

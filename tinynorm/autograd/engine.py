@@ -42,7 +42,7 @@ def run_hooks(hooks: list, grad: Any, device: str) -> Any:
     for hook in hooks:
         result = hook(Tensor._from_array(grad, device))
         if result is not None:
-            grad = result.data if isinstance(result, Tensor) else result
+            grad = result.array if isinstance(result, Tensor) else result
     return grad
 
 
@@ -97,17 +97,17 @@ def _device_of(node: Node, default: str) -> str:
 def _initial_gradient(tensor: Tensor, gradient: Any) -> Any:
     xp = tensor._backend
     if gradient is None:
-        if tensor.data.size != 1:
+        if tensor.array.size != 1:
             raise RuntimeError(
                 f"backward(): grad can be implicitly created only for scalar outputs, but this tensor "
                 f"has shape {tuple(tensor.shape)}; pass gradient= (a tensor of that shape), or reduce "
                 f"it first, e.g. loss.mean().backward()"
             )
-        return xp.ones_like(tensor.data)
+        return xp.ones_like(tensor.array)
     if isinstance(gradient, Tensor):
         on_device(gradient, tensor.device, "backward()", "gradient is", "the tensor is")
-    data = gradient.data if isinstance(gradient, Tensor) else xp.asarray(gradient, dtype=tensor.dtype)
-    if data.shape != tensor.data.shape:
+    data = gradient.array if isinstance(gradient, Tensor) else xp.asarray(gradient, dtype=tensor.dtype)
+    if data.shape != tensor.array.shape:
         raise RuntimeError(
             f"backward(): gradient has shape {tuple(data.shape)} but the tensor has shape "
             f"{tuple(tensor.shape)}; they must match"

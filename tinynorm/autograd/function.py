@@ -75,12 +75,12 @@ class AccumulateGrad(Node):
         leaf = self._leaf()
         if leaf is None:
             return
-        if grad.dtype != leaf.data.dtype:
-            grad = grad.astype(leaf.data.dtype)
+        if grad.dtype != leaf.array.dtype:
+            grad = grad.astype(leaf.array.dtype)
         if leaf.grad is None:
             leaf.grad = Tensor._from_array(grad, leaf.device)
         else:
-            leaf.grad.data = leaf.grad.data + grad
+            leaf.grad.array = leaf.grad.array + grad
 
 
 class Context(Node):
@@ -151,7 +151,7 @@ class Function:
                         f"{cls.__name__}: expected all tensors on the same device, got {device} and "
                         f"{arg.device}; move them with .to(device) first"
                     )
-                arrays.append(arg.data)
+                arrays.append(arg.array)
                 needs.append(arg.requires_grad)
             else:
                 arrays.append(arg)
@@ -167,7 +167,7 @@ class Function:
             # List comprehensions, not generator expressions: this runs once per recorded op, and
             # tuple([...]) is measurably cheaper for a handful of items.
             ctx.next_nodes = tuple([_node_of(arg) if need else None for arg, need in zip(args, needs)])
-            ctx.input_meta = tuple([(arg.data.shape, arg.data.dtype) if need else None
+            ctx.input_meta = tuple([(arg.array.shape, arg.array.dtype) if need else None
                                     for arg, need in zip(args, needs)])
             ctx.output_shape = out.shape
             result.requires_grad = True

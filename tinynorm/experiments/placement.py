@@ -134,8 +134,8 @@ def layer_gradient_norms(model: nn.Module, inputs: np.ndarray, targets: np.ndarr
     """
     model.zero_grad()
     loss_of(model, inputs, targets).backward()
-    ffn = [np.linalg.norm(weight.grad.data) for weight in feedforward_weights(model)]
-    block = [math.sqrt(sum(float(np.sum(p.grad.data.astype(np.float64) ** 2))
+    ffn = [np.linalg.norm(weight.grad.array) for weight in feedforward_weights(model)]
+    block = [math.sqrt(sum(float(np.sum(p.grad.array.astype(np.float64) ** 2))
                            for p in layer.parameters() if p.ndim == 2))
              for layer in model.blocks]
     model.zero_grad()

@@ -38,5 +38,5 @@ def embedding(ids: Any, weight: Tensor) -> Tensor:
     ids = on_device(ids, weight.device, "embedding", "ids are", "the weight is")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
-    check_indices(weight._backend, ids.data, weight.shape[0], "embedding", "ids")
+    check_indices(weight._backend, ids.array, weight.shape[0], "embedding", "ids")
     return take_rows(weight, ids)

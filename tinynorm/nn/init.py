@@ -39,7 +39,7 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 
 def _fill(tensor: Tensor, values: object) -> Tensor:
-    tensor.data[...] = tensor._backend.from_numpy(values.astype(tensor.dtype))  # type: ignore[attr-defined]
+    tensor.array[...] = tensor._backend.from_numpy(values.astype(tensor.dtype))  # type: ignore[attr-defined]
     return tensor
 
 

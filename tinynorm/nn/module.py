@@ -24,7 +24,7 @@ class Parameter(Tensor):
             data = Tensor._from_array(np.empty(0, dtypes.get_default_dtype()))
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}; wrap it with tinynorm.tensor()")
-        super().__init__(data.data, requires_grad=requires_grad, device=data.device)
+        super().__init__(data.array, requires_grad=requires_grad, device=data.device)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -191,7 +191,7 @@ class Module:
             if set_to_none:
                 param.grad = None
             elif param.grad is not None:
-                param.grad.data = param.grad._backend.zeros_like(param.grad.data)
+                param.grad.array = param.grad._backend.zeros_like(param.grad.array)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call ``fn`` on every submodule, children before their parent, then on this module; returns self.
@@ -220,7 +220,7 @@ class Module:
                         continue
                     cast = dtype if value.dtype.kind == "f" else None
                     moved = value.detach().to(dtype=cast, device=device)
-                    value.data, value.device = moved.data, moved.device
+                    value.array, value.device = moved.array, moved.device
                     if value.grad is not None:
                         value.grad = value.grad.to(dtype=value.dtype, device=value.device)
         return self
@@ -272,7 +272,7 @@ class Module:
             raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
         for key, array in arrays.items():
             target = own[key]
-            target.data[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
+            target.array[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------------------ printing

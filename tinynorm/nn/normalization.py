@@ -117,7 +117,7 @@ class _BatchNorm(_NormBase):
         ``momentum=None`` gives a cumulative moving average: the k-th batch gets weight 1/k, so the
         running statistics are the plain mean over all batches seen.
         """
-        self.num_batches_tracked.data += 1  # in place (an assignment through [...] would copy it onto itself)
+        self.num_batches_tracked.array += 1  # in place (an assignment through [...] would copy it onto itself)
         if self.momentum is None:
             return 1.0 / int(self.num_batches_tracked.item())
         return self.momentum

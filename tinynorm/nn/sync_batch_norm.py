@@ -58,7 +58,7 @@ def global_batch_stats(x: Tensor, comm: Any) -> tuple[np.ndarray, np.ndarray, in
     """Per-channel mean and biased variance (float64, host arrays) of the batch formed by every rank's
     ``x`` (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
     xp = x._backend
-    x3 = F.kernel_data(xp, F.as_3d(x.data))
+    x3 = F.kernel_data(xp, F.as_3d(x.array))
     channels, count = x3.shape[1], x3.shape[0] * x3.shape[2]
     local = np.zeros(2 * channels + 1)  # [count, mean (C), M2 (C)]; an empty shard sends zeros
     local[0] = count

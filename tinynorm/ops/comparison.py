@@ -13,6 +13,6 @@ def compare(name: str, a: Any, b: Any) -> Tensor:
         raise RuntimeError(f"{name}: expected both tensors on the same device, got {a.device} and {b.device}; "
                            f"move one with .to(device) first")
     xp = tensor._backend
-    left = a.data if isinstance(a, Tensor) else a
-    right = b.data if isinstance(b, Tensor) else b
+    left = a.array if isinstance(a, Tensor) else a
+    right = b.array if isinstance(b, Tensor) else b
     return Tensor._from_array(xp.as_array(getattr(xp, name)(left, right)), tensor.device)

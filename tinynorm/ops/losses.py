@@ -96,7 +96,7 @@ class NllLoss(Function):
 def _as_rows(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
     """(N, C, d1, ...) logits and (N, d1, ...) targets as (rows, C) and (rows,) (targets as an array
     on the input's device; host data is copied there)."""
-    target_data = on_device(target, input.device, op, "target is", "input is").data
+    target_data = on_device(target, input.device, op, "target is", "input is").array
     if input.ndim == 1:
         input, target_data = input.reshape(1, -1), target_data.reshape(1)
     if input.ndim < 2:

@@ -185,13 +185,13 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if training:
         check_values_per_channel("batch_norm", x)
         count = x.numel() // x.shape[1]
-        mean, var = xp.batch_norm_stats(kernel_data(xp, as_3d(x.data)))
+        mean, var = xp.batch_norm_stats(kernel_data(xp, as_3d(x.array)))
         if running_mean is not None and running_var is not None:
             update_running_stats(running_mean, running_var, mean, var, count, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
-        mean, var = cast(running_mean.data, dtype), cast(running_var.data, dtype)
+        mean, var = cast(running_mean.array, dtype), cast(running_var.array, dtype)
     rstd = cast(xp.batch_norm_rstd(var, eps), dtype)
     return BatchNorm.apply(x, weight, bias, mean, rstd, training)
 
@@ -212,7 +212,7 @@ def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, v
     ``var * count / (count - 1)``, as PyTorch does. One kernel (``batch_norm_update_running``): on the
     GPU, array arithmetic would take seven launches.
     """
-    running_mean._backend.batch_norm_update_running(running_mean.data, running_var.data, mean, var, count, momentum)
+    running_mean._backend.batch_norm_update_running(running_mean.array, running_var.array, mean, var, count, momentum)
 
 
 def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
@@ -234,7 +234,7 @@ def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Te
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {tuple(x.shape)}")
     if running_mean is not None and running_var is not None:
         xp = x._backend
-        mean, var = xp.batch_norm_stats(kernel_data(xp, x.data.reshape(1, batch * channels, spatial)))
+        mean, var = xp.batch_norm_stats(kernel_data(xp, x.array.reshape(1, batch * channels, spatial)))
         # The mean over the batch of each instance's unbiased variance is the correction of the mean
         # of the biased ones: the correction is linear.
         update_running_stats(running_mean, running_var, mean.reshape(batch, channels).mean(axis=0),

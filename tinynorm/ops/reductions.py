@@ -169,10 +169,10 @@ def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor
     xp = x._backend
     find = getattr(xp, name)
     if dim is None:
-        index = find(x.data.reshape(-1))
+        index = find(x.array.reshape(-1))
     else:
         (d,) = normalize_dims(dim, x.ndim, name)
-        index = find(x.data, axis=d)
+        index = find(x.array, axis=d)
         if keepdim:
             index = xp.expand_dims(index, d)
     return Tensor._from_array(xp.as_array(index).astype("int64"), x.device)

@@ -216,9 +216,9 @@ def _raw_index_item(item: Any, x: Tensor) -> Any:
     """One entry of an index: tensors become their arrays, lists (and arrays of another device's
     kind, such as numpy arrays indexing a CUDA tensor) become arrays on ``x``'s device."""
     if isinstance(item, Tensor):
-        return on_device(item, x.device, "indexing", "the index tensor is", "the indexed tensor is").data
+        return on_device(item, x.device, "indexing", "the index tensor is", "the indexed tensor is").array
     if isinstance(item, list) or (getattr(item, "ndim", 0) and not isinstance(item, x._backend.ndarray)):
-        return tensor(item, device=x.device).data
+        return tensor(item, device=x.device).array
     return item
 
 
@@ -270,7 +270,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def cast(x: Tensor, dtype: Any) -> Tensor:
     if dtype.kind != "f" and x.requires_grad:
-        return Tensor._from_array(x.data.astype(dtype), x.device)
+        return Tensor._from_array(x.array.astype(dtype), x.device)
     return Cast.apply(x, dtype)
 
 

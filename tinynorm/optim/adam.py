@@ -49,9 +49,9 @@ class Adam(Optimizer):
         same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.dtype, state["step"]))
         for batch, batch_grads, batch_states in same_step:
             batch[0]._backend.adam_update(
-                [p.data for p in batch], batch_grads, [s["exp_avg"].data for s in batch_states],
-                [s["exp_avg_sq"].data for s in batch_states],
-                [s["max_exp_avg_sq"].data for s in batch_states] if group["amsgrad"] else None,
+                [p.array for p in batch], batch_grads, [s["exp_avg"].array for s in batch_states],
+                [s["exp_avg_sq"].array for s in batch_states],
+                [s["max_exp_avg_sq"].array for s in batch_states] if group["amsgrad"] else None,
                 step=batch_states[0]["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                 weight_decay=group["weight_decay"], decoupled_weight_decay=group["decoupled_weight_decay"],
                 maximize=group["maximize"])

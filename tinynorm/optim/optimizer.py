@@ -6,8 +6,8 @@ parameter to its per-parameter buffers (momentum, Adam's moving averages, the st
 Subclasses define ``_update``: the rule for a group's parameters, given their gradients. Everything
 else is here, with PyTorch's names and semantics.
 
-Updates change ``p.data`` in place, so modules that hold the parameter see the new values; they never
-write into ``p.grad.data``, which may share memory with arrays the autograd engine handed out.
+Updates change ``p.array`` in place, so modules that hold the parameter see the new values; they never
+write into ``p.grad.array``, which may share memory with arrays the autograd engine handed out.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class Optimizer:
                     p.grad = None
                 else:
                     # A fresh zero array, not zero_(): the old array may be shared with other gradients.
-                    p.grad.data = p._backend.zeros_like(p.grad.data)
+                    p.grad.array = p._backend.zeros_like(p.grad.array)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient. ``closure`` (re-evaluates the model and
@@ -97,12 +97,12 @@ class Optimizer:
                 params = [p for p in group["params"] if p.grad is not None]
                 if params:
                     states = [self.state.setdefault(p, {}) for p in params]
-                    self._update(params, [p.grad.data for p in params], states, group)
+                    self._update(params, [p.grad.array for p in params], states, group)
         return loss
 
     def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
                 group: ParamGroup) -> None:
-        """Update each ``param.data`` in place from its gradient array (never modified) and its state.
+        """Update each ``param.array`` in place from its gradient array (never modified) and its state.
         All of a group's parameters come at once: the CUDA backend updates many per kernel launch."""
         raise NotImplementedError
 

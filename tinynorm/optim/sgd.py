@@ -46,7 +46,7 @@ class SGD(Optimizer):
         same_step = batches(params, grads, states, key=lambda p, _: (p.device, p.dtype, id(p) in first_step))
         for batch, batch_grads, batch_states in same_step:
             batch[0]._backend.sgd_update(
-                [p.data for p in batch], batch_grads,
-                [s["momentum_buffer"].data for s in batch_states] if uses_momentum else None, lr=group["lr"],
+                [p.array for p in batch], batch_grads,
+                [s["momentum_buffer"].array for s in batch_states] if uses_momentum else None, lr=group["lr"],
                 momentum=group["momentum"], dampening=group["dampening"], weight_decay=group["weight_decay"],
                 nesterov=group["nesterov"], maximize=group["maximize"], first_step=id(batch[0]) in first_step)
