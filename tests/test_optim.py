@@ -398,7 +398,8 @@ def test_resume_from_checkpoint_is_bitwise_identical(case, tmp_path):
     io.save({"w": w1, "optim": optimizer1.state_dict(), "sched": scheduler1.state_dict()}, path)
     checkpoint = io.load(path)
     w2, optimizer2, scheduler2 = fresh()
-    w2.copy_(checkpoint["w"])
+    with tn.no_grad():
+        w2.copy_(checkpoint["w"])
     optimizer2.load_state_dict(checkpoint["optim"])
     scheduler2.load_state_dict(checkpoint["sched"])
     train(w2, optimizer2, scheduler2, STEPS - 8)

@@ -13,7 +13,9 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from .. import dtypes
+from ..autograd.hooks import RemovableHandle
 from ..tensor import Tensor
+from . import hooks
 
 
 class Parameter(Tensor):
@@ -44,12 +46,35 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for registry in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"):
+            object.__setattr__(self, registry, OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---------------------------------------------------------------------------------- hooks
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each forward (see :mod:`tinynorm.nn.hooks`)."""
+        return hooks.add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs=with_kwargs)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after each forward."""
+        return hooks.add_hook(self._forward_hooks, hook, prepend, with_kwargs=with_kwargs, always_call=always_call)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the outputs are computed."""
+        return hooks.add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients of the inputs are computed."""
+        return hooks.add_hook(self._backward_hooks, hook, prepend)
 
     # ---------------------------------------------------------------------------- registration
     def __setattr__(self, name: str, value: Any) -> None:

@@ -98,6 +98,8 @@ class Optimizer:
                 if params:
                     states = [self.state.setdefault(p, {}) for p in params]
                     self._update(params, [p.grad.array for p in params], states, group)
+                    for p in params:
+                        p._bump_version()  # an in-place write: graphs that saved the old values now refuse them
         return loss
 
     def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
