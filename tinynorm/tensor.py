@@ -31,6 +31,7 @@ class VersionCounter:
     view that memory (a tensor, its views, ``detach()``), and made only when first needed."""
 
     __slots__ = ("value",)
+    writes = 0  # in-place writes in this process so far: a graph node saved after the last one needs no check
 
     def __init__(self) -> None:
         self.value = 0
@@ -39,8 +40,8 @@ class VersionCounter:
 class Tensor:
     """A multi-dimensional array with reverse-mode autograd. Create one with ``tinynorm.tensor``."""
 
-    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "_version_counter", "_base",
-                 "_view_steps", "_retains_grad", "__weakref__")
+    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "_version_counter", "_view",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy defers to Tensor's operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, device: str = "cpu") -> None:
@@ -50,15 +51,13 @@ class Tensor:
         self.grad_fn = None
         self._accumulator = None
         self._version_counter: VersionCounter | None = None
-        self._base: Tensor | None = None
-        self._view_steps: tuple = ()
-        self._retains_grad = False
+        self._view: tuple[Tensor, tuple] | None = None  # (base, steps) for a view, see _become_view_of
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
 
-    @classmethod
-    def _from_array(cls, data: Any, device: str = "cpu") -> "Tensor":
+    @staticmethod
+    def _from_array(data: Any, device: str = "cpu") -> "Tensor":
         """Wrap a backend array without checks or copies (the fast path used by ops)."""
         tensor = object.__new__(Tensor)
         tensor.array = data
@@ -67,9 +66,7 @@ class Tensor:
         tensor.grad_fn = None
         tensor._accumulator = None
         tensor._version_counter = None
-        tensor._base = None
-        tensor._view_steps = ()
-        tensor._retains_grad = False
+        tensor._view = None
         tensor.requires_grad = False
         return tensor
 
@@ -100,8 +97,17 @@ class Tensor:
         return _ops.permute(self, tuple(reversed(range(self.ndim))))
 
     @property
+    def _base(self) -> "Tensor | None":
+        """The tensor whose memory this view shows (None unless this is a view), as in PyTorch."""
+        return None if self._view is None else self._view[0]
+
+    @property
+    def _view_steps(self) -> tuple:
+        """How this view is derived from its base: ``(view op, arguments, keyword arguments)`` per step."""
+        return () if self._view is None else self._view[1]
+
     def _is_view(self) -> bool:
-        return self._base is not None
+        return self._view is not None
 
     def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
@@ -242,15 +248,17 @@ class Tensor:
     def _bump_version(self) -> None:
         """Record an in-place write of this tensor's memory (ops and optimizers call this)."""
         self._counter().value += 1
+        VersionCounter.writes += 1
 
     def _become_view_of(self, source: "Tensor", step: tuple) -> None:
         """Make this tensor (whose array shares ``source``'s memory) a view of ``source``'s base; ``step``
         is ``(view op, its arguments, its keyword arguments)``, how this one was made from ``source``."""
         self._version_counter = source._counter()
-        if source._base is None:
-            self._base, self._view_steps = source, (step,)
+        if source._view is None:
+            self._view = (source, (step,))
         else:
-            self._base, self._view_steps = source._base, source._view_steps + (step,)
+            base, steps = source._view
+            self._view = (base, steps + (step,))
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it.
@@ -260,6 +268,8 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node = _function._node_of(self)
+        if not node.hooks:
+            node.hooks = []
         node.hooks.append(hook)
         return RemovableHandle(node.hooks, hook)
 
@@ -267,19 +277,19 @@ class Tensor:
         """Keep the gradient of this non-leaf tensor in ``.grad`` after backward (as PyTorch)."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or self._retains_grad:
+        if self.grad_fn is None or self.retains_grad:
             return
 
         def store(grad: Tensor) -> None:
             self.grad = grad if self.grad is None else Tensor._from_array(self.grad.array + grad.array, self.device)
 
+        store.retains_grad = True  # type: ignore[attr-defined]
         self.register_hook(store)
-        self._retains_grad = True
 
     @property
     def retains_grad(self) -> bool:
         """Whether :meth:`retain_grad` was called on this non-leaf tensor."""
-        return self._retains_grad
+        return self.grad_fn is not None and any(getattr(hook, "retains_grad", False) for hook in self.grad_fn.hooks)
 
     # ----------------------------------------------------------------------- dtype and device
     def to(self, *args: Any, dtype: Any = None, device: Any = None) -> "Tensor":

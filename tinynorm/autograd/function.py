@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from ..backends import get_backend
 from ..tensor import Tensor, VersionCounter
-from . import grad_mode
+from .grad_mode import _state as _grad_mode
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time, or to read saved tensors after they were "
@@ -50,7 +50,7 @@ class Node:
     __slots__ = ("hooks", "next_nodes")
 
     def __init__(self) -> None:
-        self.hooks: list[Callable[[Any], Any]] = []
+        self.hooks: list[Callable[[Any], Any]] | tuple = ()  # a list once a hook is registered
         self.next_nodes: tuple[Node | None, ...] = ()
 
     def name(self) -> str:
@@ -108,10 +108,12 @@ class Context(Node):
     # The graph structure lives in slots; an op's own attributes go to ``__dict__``, which
     # ``release`` empties in one call.
     __slots__ = ("function", "xp", "device", "needs_input_grad", "input_meta", "output_shape", "released", "_saved",
-                 "saved_versions", "__dict__")
+                 "saved_versions", "saved_at", "__dict__")
 
     def __init__(self, function: type["Function"], xp: Any, device: str, needs_input_grad: tuple[bool, ...]) -> None:
-        super().__init__()
+        # Node's fields, set here rather than through super().__init__(): this runs once per op.
+        self.hooks = ()
+        self.next_nodes = ()
         self.function = function
         self.xp = xp  # the backend module of the device the op runs on (its inputs' device)
         self.device = device  # the output's device; only a device move (ToDevice.forward) changes it
@@ -120,7 +122,10 @@ class Context(Node):
         self.output_shape: tuple[int, ...] = ()
         self.released = False
         self._saved: tuple[Any, ...] = ()
-        self.saved_versions: tuple[tuple[int, VersionCounter, int], ...] = ()  # (position in _saved, counter, version)
+        # position in _saved, counter, version, position, counter, version ... for the saved arrays that
+        # hold an input's or the output's memory, and VersionCounter.writes when they were saved.
+        self.saved_versions: tuple[Any, ...] = ()
+        self.saved_at = 0
 
     def name(self) -> str:
         """PyTorch's name for the op's node (``MulBackward0``); ``<Class>Backward`` for your own Functions."""
@@ -134,7 +139,11 @@ class Context(Node):
         """What forward saved, after checking that no saved input or output was changed in place since."""
         if self.released:
             raise RuntimeError(FREED_MESSAGE)
-        for position, counter, version in self.saved_versions:
+        versions = self.saved_versions
+        if not versions or self.saved_at == VersionCounter.writes:  # nothing written in place since
+            return self._saved
+        for i in range(0, len(versions), 3):
+            position, counter, version = versions[i:i + 3]
             if counter.value != version:
                 array = self._saved[position]
                 raise RuntimeError(
@@ -148,8 +157,7 @@ class Context(Node):
 
     def release(self) -> None:
         """Drop everything saved for backward (called by the engine after use)."""
-        self._saved = ()
-        self.saved_versions = ()
+        self._saved = self.saved_versions = ()
         self.__dict__.clear()
         self.released = True
 
@@ -190,7 +198,7 @@ class Function:
                 needs.append(False)
         device = device or "cpu"
         xp = get_backend(device)
-        record = grad_mode._state.enabled and True in needs
+        record = _grad_mode.enabled and True in needs
         ctx = Context(cls, xp, device, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
         out = (xp if ctx.device == device else get_backend(ctx.device)).as_array(out)
@@ -200,31 +208,52 @@ class Function:
         if record:
             # List comprehensions, not generator expressions: this runs once per recorded op, and
             # tuple([...]) is measurably cheaper for a handful of items.
-            ctx.next_nodes = tuple([_node_of(arg) if need else None for arg, need in zip(args, needs)])
+            ctx.next_nodes = tuple([(arg.grad_fn or _node_of(arg)) if need else None for arg, need in zip(args, needs)])
             ctx.input_meta = tuple([(arg.array.shape, arg.array.dtype) if need else None
                                     for arg, need in zip(args, needs)])
             ctx.output_shape = out.shape
             if ctx._saved:
-                ctx.saved_versions = _saved_versions(xp, ctx._saved, args, result)
+                ctx.saved_versions = _saved_versions(xp, ctx._saved, arrays, args, result)
+                ctx.saved_at = VersionCounter.writes
             result.requires_grad = True
             result.grad_fn = ctx
         return result
 
 
-def _saved_versions(xp: Any, saved: tuple, args: tuple, output: Tensor) -> tuple:
-    """``(position, counter, version)`` for each saved array that holds an input's or the output's memory
-    (itself or a view of it), so backward can tell whether that memory was changed in place since."""
-    tensors = [output] + [arg for arg in args if isinstance(arg, Tensor)]
-    storages = [xp.storage_of(t.array) for t in tensors]
-    versions = []
+def _saved_versions(xp: Any, saved: tuple, arrays: list, args: tuple, output: Tensor) -> tuple:
+    """``position, counter, version`` for each saved array that holds an input's or the output's memory
+    (itself or a view of it), so backward can tell whether that memory was changed in place since.
+
+    This runs for every recorded op that saves something, so the usual cases (a saved input or output,
+    found by identity) take a few comparisons and no function calls."""
+    versions = ()
+    out = output.array
     for position, array in enumerate(saved):
-        storage = xp.storage_of(array)
-        for tensor, tensor_storage in zip(tensors, storages):
-            if storage is tensor_storage:
-                counter = tensor._counter()
-                versions.append((position, counter, counter.value))
-                break
-    return tuple(versions)
+        if array is out:
+            tensor = output
+        else:
+            for index, candidate in enumerate(arrays):
+                if candidate is array:
+                    tensor = args[index]  # a Python number saved as such is its own candidate: skipped below
+                    break
+            else:
+                tensor = _input_viewed_by(xp, array, args) if hasattr(array, "shape") else None
+            if not isinstance(tensor, Tensor):
+                continue
+        counter = tensor._version_counter
+        if counter is None:
+            counter = tensor._version_counter = VersionCounter()
+        versions += (position, counter, counter.value)  # flat: one small tuple per op, not one per array
+    return versions
+
+
+def _input_viewed_by(xp: Any, array: Any, args: tuple) -> Tensor | None:
+    """The input whose memory ``array`` (a view the op made, such as a reshape) shows, if any."""
+    storage = xp.storage_of(array)
+    for arg in args:
+        if isinstance(arg, Tensor) and xp.storage_of(arg.array) is storage:
+            return arg
+    return None
 
 
 def _node_of(tensor: Any) -> Node:

@@ -19,11 +19,13 @@ from .shape import cast
 def promote(a: Any, b: Any, floating: bool = False) -> tuple[Any, Any]:
     """``a`` and ``b`` in their common dtype (the default float dtype at least, when ``floating``: true
     division, and functions such as ``exp`` of integers)."""
-    if type(a) is Tensor and a.dtype.kind == "f":  # the usual cases first: they need no conversion
-        if (type(b) is Tensor and b.dtype == a.dtype) or type(b) is float or type(b) is int:
+    # The usual cases first, cheaply: a float tensor with a Python number, or two tensors of one dtype.
+    if type(b) is float or type(b) is int:
+        if type(a) is Tensor and a.array.dtype.kind == "f":
             return a, b
-    elif type(b) is Tensor and b.dtype.kind == "f" and (type(a) is float or type(a) is int):
-        return a, b
+    elif type(a) is Tensor and type(b) is Tensor and a.array.dtype == b.array.dtype:
+        if not floating or a.array.dtype.kind == "f":
+            return a, b
     target = dtypes.result_type(a, b)
     if floating and target.kind != "f":
         target = dtypes.get_default_dtype()
