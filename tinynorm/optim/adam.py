@@ -54,8 +54,8 @@ class Adam(Optimizer):
                 state["step"] = 0
                 state["exp_avg"] = zeros_like(param)
                 state["exp_avg_sq"] = zeros_like(param)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = zeros_like(param)
+            if group["amsgrad"] and "max_exp_avg_sq" not in state:  # also when amsgrad is switched on later
+                state["max_exp_avg_sq"] = zeros_like(param)
             state["step"] += 1
         beta1, beta2 = group["betas"]
         same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.dtype, state["step"]))
