@@ -44,11 +44,11 @@ def run(lib, make, kind="sgd", steps=STEPS, by_hand=None, metrics=None):
     function of the optimizer run just before that step's scheduler step; ``metrics`` feeds
     ReduceLROnPlateau."""
     optimizer = optimizer_of(lib, kind)
-    made = make(lib.optim.lr_scheduler, optimizer)
-    schedulers = made if isinstance(made, list) else [made]
-    record = [snapshot(optimizer, schedulers)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's deprecation warnings and the like
+        made = make(lib.optim.lr_scheduler, optimizer)
+        schedulers = made if isinstance(made, list) else [made]
+        record = [snapshot(optimizer, schedulers)]
         for t in range(steps):
             optimizer.step()
             if by_hand and t in by_hand:

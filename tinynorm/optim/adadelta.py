@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..tensor import Tensor
-from .options import ParamGroup, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_number, check_options
 from .per_parameter import PerParameterOptimizer, decayed_gradient, moving_average_of_squares, zero_buffers
 from .state import Layout, Slot
 
@@ -29,13 +29,8 @@ class Adadelta(PerParameterOptimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        check_number(owner, group, "lr")
-        check_number(owner, group, "rho", high=1.0)
-        for name in ("eps", "weight_decay"):
-            check_number(owner, group, name)
-        check_flags(owner, group, "maximize")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "eps", "weight_decay"), ("maximize",))
+        check_number(type(self).__name__, group, "rho", high=1.0)
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         return {"step": Slot.STEP, "square_avg": Slot.TENSOR, "acc_delta": Slot.TENSOR}

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from ..creation import full_like
 from ..tensor import Tensor
-from .options import ParamGroup, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_options
 from .per_parameter import PerParameterOptimizer, decayed_gradient
 from .state import Layout, Slot
 
@@ -33,11 +33,8 @@ class Adagrad(PerParameterOptimizer):
                 self.state[param].update(step=0, **self._new_state(param, group))
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
-            check_number(owner, group, name)
-        check_flags(owner, group, "maximize")
-        check_implementation(owner, group)
+        numbers = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+        check_options(type(self).__name__, group, numbers, ("maximize",))
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         return {"step": Slot.STEP, "sum": Slot.TENSOR}

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..creation import zeros_like
 from ..tensor import Tensor
 from .optimizer import Optimizer, batches
-from .options import ParamGroup, check_betas, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_betas, check_options
 from .state import Layout, Slot
 
 
@@ -35,13 +35,9 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "eps"):
-            check_number(owner, group, name)
-        check_betas(owner, group, floats_only=True)
-        check_number(owner, group, "weight_decay")
-        check_flags(owner, group, "amsgrad", "maximize", "decoupled_weight_decay")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "eps", "weight_decay"),
+                      ("amsgrad", "maximize", "decoupled_weight_decay"))
+        check_betas(type(self).__name__, group, floats_only=True)
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         return {"step": Slot.STEP, "exp_avg": Slot.TENSOR, "exp_avg_sq": Slot.TENSOR,

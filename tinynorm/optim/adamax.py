@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..tensor import Tensor
-from .options import ParamGroup, check_betas, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_options
 from .per_parameter import PerParameterOptimizer, decayed_gradient, moving_average, zero_buffers
 from .state import Layout, Slot
 
@@ -26,13 +26,7 @@ class Adamax(PerParameterOptimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "eps"):
-            check_number(owner, group, name)
-        check_betas(owner, group)
-        check_number(owner, group, "weight_decay")
-        check_flags(owner, group, "maximize")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "eps", "weight_decay"), ("maximize",), betas=True)
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         return {"step": Slot.STEP, "exp_avg": Slot.TENSOR, "exp_inf": Slot.TENSOR}

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from .. import dtypes
 from ..tensor import Tensor
-from .options import ParamGroup, check_betas, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_options
 from .per_parameter import (
     PerParameterOptimizer, decayed_gradient, moving_average, moving_average_of_squares, zero_buffers,
 )
@@ -37,14 +37,8 @@ class NAdam(PerParameterOptimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "eps"):
-            check_number(owner, group, name)
-        check_betas(owner, group)
-        for name in ("weight_decay", "momentum_decay"):
-            check_number(owner, group, name)
-        check_flags(owner, group, "decoupled_weight_decay", "maximize")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "eps", "weight_decay", "momentum_decay"),
+                      ("decoupled_weight_decay", "maximize"), betas=True)
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         return {"step": Slot.STEP, "mu_product": Slot.NUMBER, "exp_avg": Slot.TENSOR, "exp_avg_sq": Slot.TENSOR}

@@ -19,6 +19,18 @@ ParamGroup = dict[str, Any]
 _LABELS = {"lr": "learning rate", "eps": "epsilon value"}  # PyTorch's words; other options read "<name> value"
 
 
+def check_options(owner: str, group: ParamGroup, numbers: tuple[str, ...], flags: tuple[str, ...],
+                  betas: bool = False) -> None:
+    """The usual checks of an optimizer's group: each of ``numbers`` a real >= 0, ``betas`` (if the
+    optimizer has them) a pair in [0, 1), each of ``flags`` a bool, and the implementation options."""
+    for name in numbers:
+        check_number(owner, group, name)
+    if betas:
+        check_betas(owner, group)
+    check_flags(owner, group, *flags)
+    check_implementation(owner, group)
+
+
 def check_number(owner: str, group: ParamGroup, name: str, low: float = 0.0, high: float | None = None,
                  high_included: bool = True) -> None:
     """Raise unless ``group[name]`` is a real number in ``[low, high]`` (``[low, high)`` without

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..tensor import Tensor
-from .options import ParamGroup, check_flags, check_implementation, check_number
+from .options import ParamGroup, check_options
 from .per_parameter import (
     PerParameterOptimizer, buffer, decayed_gradient, moving_average, moving_average_of_squares, zero_buffers,
 )
@@ -34,11 +34,8 @@ class RMSprop(PerParameterOptimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "eps", "momentum", "weight_decay", "alpha"):
-            check_number(owner, group, name)
-        check_flags(owner, group, "centered", "maximize")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "eps", "momentum", "weight_decay", "alpha"),
+                      ("centered", "maximize"))
 
     def _state_layout(self, group: ParamGroup) -> Layout:
         # The optional buffers start at the first step that needs them.

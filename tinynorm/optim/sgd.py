@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from ..creation import zeros_like
 from ..tensor import Tensor
 from .optimizer import Optimizer, batches
-from .options import ParamGroup, check_flags, check_implementation, check_number, check_real
+from .options import ParamGroup, check_options, check_real
 from .state import Layout, Slot
 
 
@@ -32,12 +32,8 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        owner = type(self).__name__
-        for name in ("lr", "momentum", "weight_decay"):
-            check_number(owner, group, name)
-        check_real(owner, group, "dampening")
-        check_flags(owner, group, "nesterov", "maximize")
-        check_implementation(owner, group)
+        check_options(type(self).__name__, group, ("lr", "momentum", "weight_decay"), ("nesterov", "maximize"))
+        check_real(type(self).__name__, group, "dampening")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 

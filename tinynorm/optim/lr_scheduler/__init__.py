@@ -15,6 +15,8 @@ from .multiplicative import (
 )
 from .plateau import ReduceLROnPlateau
 
+_LRScheduler = LRScheduler  # the base class's old name, which older scripts subclass (PyTorch keeps it too)
+
 __all__ = [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
     "LRScheduler", "LambdaLR", "LinearLR", "LinearWarmupCosine", "MultiStepLR", "MultiplicativeLR", "OneCycleLR",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import types
 import warnings
 from typing import Any
 
@@ -139,6 +140,23 @@ class LRScheduler:
 def current_lrs(scheduler: LRScheduler) -> list[float]:
     """The groups' lrs as they are: the step of a chainable schedule that changes nothing."""
     return [group["lr"] for group in scheduler.optimizer.param_groups]
+
+
+def function_state(function: Any) -> dict[str, Any] | None:
+    """What a state dict keeps of a user function, as in PyTorch: nothing (None) for a plain function or
+    lambda, which cannot be saved; a copy of the attributes of a callable object."""
+    return None if function is None or isinstance(function, types.FunctionType) else dict(vars(function))
+
+
+def check_function_state(owner: str, name: str, saved: Any) -> None:
+    if saved is not None and not isinstance(saved, dict):
+        raise ValueError(f"{owner}.load_state_dict: {name} must be None or the attributes of a callable object "
+                         f"(a dict), got {saved!r}")
+
+
+def restore_function_state(function: Any, saved: dict[str, Any] | None) -> None:
+    if saved is not None and function is not None:
+        vars(function).update(saved)
 
 
 def check_optimizer(optimizer: Any) -> Optimizer:

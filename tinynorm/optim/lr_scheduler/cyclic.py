@@ -3,12 +3,13 @@ can also cycle the momentum (SGD's ``momentum``, or ``beta1`` of Adam-style opti
 from __future__ import annotations
 
 import math
-import types
 from typing import Any, Callable, Literal
 
 from ..optimizer import Optimizer
 from ..options import ParamGroup
-from .base import LRScheduler, check_optimizer, check_real, per_group
+from .base import (
+    LRScheduler, check_function_state, check_optimizer, check_real, function_state, per_group, restore_function_state,
+)
 
 
 class CyclicLR(LRScheduler):
@@ -93,15 +94,11 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        custom = self._scale_fn_custom
-        # As in PyTorch: a plain function cannot be saved; a callable object's attributes are.
-        state["_scale_fn_custom"] = None if custom is None or isinstance(custom, types.FunctionType) \
-            else dict(vars(custom))
-        return state
+        return {**super().state_dict(), "_scale_fn_custom": function_state(self._scale_fn_custom)}
 
     def _checked_state(self, state_dict: Any) -> dict[str, Any]:
         state = super()._checked_state(state_dict)
+        check_function_state("CyclicLR", "_scale_fn_custom", state["_scale_fn_custom"])
         if state["mode"] not in _MODE_SCALES and self._scale_fn_custom is None:
             raise ValueError(f"CyclicLR.load_state_dict: mode {state['mode']!r} is invalid and scale_fn is None")
         if state["scale_mode"] not in ("cycle", "iterations"):
@@ -112,8 +109,7 @@ class CyclicLR(LRScheduler):
     def _apply_state(self, state: dict[str, Any]) -> None:
         saved_fn = state.pop("_scale_fn_custom")
         super()._apply_state(state)
-        if saved_fn is not None and self._scale_fn_custom is not None:
-            vars(self._scale_fn_custom).update(saved_fn)
+        restore_function_state(self._scale_fn_custom, saved_fn)
 
 
 _MODE_SCALES = {"triangular": "cycle", "triangular2": "cycle", "exp_range": "iterations"}

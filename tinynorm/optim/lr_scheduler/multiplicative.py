@@ -7,13 +7,15 @@ docstring only while nothing else changes the lr.
 """
 from __future__ import annotations
 
-import types
 from bisect import bisect_right
 from collections import Counter
 from typing import Any, Callable, Iterable
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, check_optimizer, check_positive_int, check_real, current_lrs
+from .base import (
+    LRScheduler, check_function_state, check_optimizer, check_positive_int, check_real, current_lrs, function_state,
+    restore_function_state,
+)
 
 Factor = Callable[[int], float]
 
@@ -36,24 +38,19 @@ class _FunctionScheduler(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else dict(vars(f)) for f in self.lr_lambdas]
-        return state
+        return {**super().state_dict(), "lr_lambdas": [function_state(f) for f in self.lr_lambdas]}
 
     def _checked_state(self, state_dict: Any) -> dict[str, Any]:
         state = super()._checked_state(state_dict)
         for index, saved in enumerate(state["lr_lambdas"]):
-            if saved is not None and not isinstance(saved, dict):
-                raise ValueError(f"{type(self).__name__}.load_state_dict: lr_lambdas[{index}] must be None or "
-                                 f"the dict of a callable object, got {saved!r}")
+            check_function_state(type(self).__name__, f"lr_lambdas[{index}]", saved)
         return state
 
     def _apply_state(self, state: dict[str, Any]) -> None:
         saved_lambdas = state.pop("lr_lambdas")
         super()._apply_state(state)
         for function, saved in zip(self.lr_lambdas, saved_lambdas):
-            if saved is not None:
-                vars(function).update(saved)
+            restore_function_state(function, saved)
 
 
 class LambdaLR(_FunctionScheduler):
