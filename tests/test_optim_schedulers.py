@@ -247,6 +247,21 @@ def test_state_dict_resume_continues_the_schedule(name):
     np.testing.assert_allclose(resumed, whole[13:], rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_state_dicts_survive_a_checkpoint_file(name, tmp_path):
+    """tinynorm.save writes every scheduler's state dict (no pickles), and it loads back equal."""
+    make, kind, options = CASES[name]
+    optimizer = optimizer_of(tn, kind)
+    made = make(lr_scheduler, optimizer)
+    for scheduler in made if isinstance(made, list) else [made]:
+        for t in range(5):
+            scheduler.step(options["metrics"][t]) if "metrics" in options else scheduler.step()
+        state = scheduler.state_dict()
+        tn.save(state, tmp_path / "scheduler.npz")
+        scheduler.load_state_dict(tn.load(tmp_path / "scheduler.npz"))
+        assert scheduler.state_dict() == state
+
+
 @pytest.mark.parametrize("name", ["StepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "PolynomialLR"])
 def test_last_epoch_resume_matches_torch(name):
     """Resuming from the optimizer's state dict and ``last_epoch=k``, as PyTorch documents."""

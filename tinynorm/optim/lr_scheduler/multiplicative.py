@@ -114,6 +114,10 @@ class MultiStepLR(LRScheduler):
         milestones = sorted(Counter(self.milestones).elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
 
+    def state_dict(self) -> dict[str, Any]:
+        # A plain dict (milestone: count), which tinynorm.save can write; PyTorch pickles the Counter.
+        return {**super().state_dict(), "milestones": dict(self.milestones)}
+
     def _apply_state(self, state: dict[str, Any]) -> None:
         super()._apply_state({**state, "milestones": Counter(state["milestones"])})
 
