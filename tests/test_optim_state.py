@@ -210,7 +210,8 @@ def sgd_state_for(optimizer):
 
 BAD_LOADS = [
     ("a state without exp_avg", lambda sd, o: with_state(sd, 1, exp_avg=None), ValueError,
-     r"state\[1\] has no 'exp_avg' \(Adam keeps 'step', 'exp_avg', 'exp_avg_sq' per parameter"),
+     r"state\[1\] has no 'exp_avg' \(Adam keeps 'step', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq' \(optional\) "
+     "per parameter"),
     ("SGD's state", lambda sd, o: sgd_state_for(o), ValueError,
      r"state\[0\] has 'momentum_buffer', which Adam does not keep.*another optimizer's state"),
     ("a fractional step", lambda sd, o: with_state(sd, 1, step=1.5), ValueError,
@@ -268,3 +269,16 @@ def test_a_mismatched_optimizer_is_refused():
         Adam([a]).load_state_dict(saved)
     with pytest.raises(ValueError, match=r"shape \(3,\).*shape \(2,\)"):
         Adam([b, a]).load_state_dict(saved)
+
+
+def test_sgd_refuses_adams_state_and_takes_a_none_buffer_as_none():
+    p = tn.zeros(3, requires_grad=True)
+    sgd = SGD([p], momentum=0.9)
+    with pytest.raises(ValueError, match=r"has 'step', which SGD does not keep \(it keeps 'momentum_buffer' "
+                                         r"\(optional\)\)"):
+        sgd.load_state_dict({"state": {0: {"step": 1}}, "param_groups": sgd.state_dict()["param_groups"]})
+    sgd.load_state_dict({"state": {0: {"momentum_buffer": None}}, "param_groups": sgd.state_dict()["param_groups"]})
+    assert sgd.state_dict()["state"] == {}
+    p.grad = tn.ones(3)
+    sgd.step()
+    np.testing.assert_array_equal(sgd.state[p]["momentum_buffer"].numpy(), np.ones(3))

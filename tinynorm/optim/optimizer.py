@@ -122,17 +122,12 @@ class Optimizer:
             grad = param.grad
             if grad is None:
                 continue
-            where = f"{type(self).__name__}.step: param_groups[{index}]['params'][{position}]"
-            if not isinstance(grad, Tensor):
-                raise TypeError(f"{where}.grad must be a Tensor, got {type(grad).__name__}")
-            if grad.shape != param.shape:
-                raise RuntimeError(f"{where} has shape {param.shape}, but its gradient has shape {grad.shape}")
-            if grad.device != param.device:
-                raise RuntimeError(f"{where} is on {param.device}, but its gradient is on {grad.device}")
-            if grad.dtype.kind != "f":
-                raise TypeError(f"{where}.grad must be floating, got dtype {grad.dtype}")
+            if not (isinstance(grad, Tensor) and grad.shape == param.shape and grad.device == param.device
+                    and grad.dtype == param.dtype):
+                where = f"{type(self).__name__}.step: param_groups[{index}]['params'][{position}]"
+                grad = _checked_gradient(param, grad, where)
             params.append(param)
-            grads.append(grad.array if grad.dtype == param.dtype else grad.array.astype(param.dtype))
+            grads.append(grad.array)
         return params, grads
 
     def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
@@ -237,6 +232,19 @@ def _check_parameter(param: Any, where: str) -> None:
     if not param.is_leaf:
         raise ValueError(f"{where} is not a leaf tensor (it was computed by {param.grad_fn.name()}): "
                          "optimizers can only update leaves such as parameters")
+
+
+def _checked_gradient(param: Tensor, grad: Any, where: str) -> Tensor:
+    """``grad`` in ``param``'s dtype, or the error that says what is wrong with it."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"{where}.grad must be a Tensor, got {type(grad).__name__}")
+    if grad.shape != param.shape:
+        raise RuntimeError(f"{where} has shape {param.shape}, but its gradient has shape {grad.shape}")
+    if grad.device != param.device:
+        raise RuntimeError(f"{where} is on {param.device}, but its gradient is on {grad.device}")
+    if grad.dtype.kind != "f":
+        raise TypeError(f"{where}.grad must be floating, got dtype {grad.dtype}")
+    return grad.detach().to(param.dtype)
 
 
 def _restore_any(value: Any, param: Tensor) -> Any:

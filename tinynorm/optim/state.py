@@ -38,16 +38,20 @@ def restore_state(saved: dict[str, Any], param: Tensor, layout: Layout, where: s
     """The state ``saved`` (from a state dict) converted for ``param``: tensors copied onto
     its device and, if floating, into its dtype; numbers as Python numbers. An empty dict is a
     parameter that was never updated. Raises ``ValueError``/``TypeError`` naming ``where[name]``."""
+    # An optional buffer saved as None (older PyTorch wrote SGD's that way) is no buffer.
+    saved = {name: value for name, value in saved.items()
+             if not (value is None and layout.get(name) is Slot.OPTIONAL_TENSOR)}
     if not saved:
         return {}
-    expected = ", ".join(repr(name) for name, slot in layout.items() if slot is not Slot.OPTIONAL_TENSOR)
+    kept = ", ".join(repr(name) + (" (optional)" if slot is Slot.OPTIONAL_TENSOR else "")
+                     for name, slot in layout.items())
     for name in saved:
         if name not in layout:
             raise ValueError(f"load_state_dict: {where} has {name!r}, which {owner} does not keep (it keeps "
-                             f"{expected}): is this another optimizer's state?")
+                             f"{kept}): is this another optimizer's state?")
     for name, slot in layout.items():
         if name not in saved and slot is not Slot.OPTIONAL_TENSOR:
-            raise ValueError(f"load_state_dict: {where} has no {name!r} ({owner} keeps {expected} per parameter, "
+            raise ValueError(f"load_state_dict: {where} has no {name!r} ({owner} keeps {kept} per parameter, "
                              f"got {', '.join(map(repr, saved))})")
     return {name: _restore_value(value, layout[name], param, f"{where}[{name!r}]") for name, value in saved.items()}
 
