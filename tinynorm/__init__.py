@@ -21,8 +21,9 @@ from .creation import (
     arange, empty, empty_like, full, full_like, ones, ones_like, rand, rand_like, randn, randn_like, zeros, zeros_like,
 )
 from .cuda import from_cuda_array
-from .dtypes import (
-    bool_, double, float, float16, float32, float64, get_default_dtype, half, int32, int64, long, set_default_dtype,
+from .dtypes import (  # noqa: A004  (int, float and bool are dtypes here, as in PyTorch)
+    bool, bool_, can_cast, double, float, float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
+    int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
 from .ops import (
     abs, amax, amin, argmax, argmin, cat, clamp, exp, flatten, log, log_softmax, matmul, maximum, mean, minimum,

@@ -1,6 +1,7 @@
 """The dtypes tinynorm tensors can hold, and the default floating-point dtype (float32)."""
 from __future__ import annotations
 
+import builtins  # the names int, float and bool below are dtypes, as in PyTorch
 from typing import Any
 
 import numpy as np
@@ -8,12 +9,16 @@ import numpy as np
 float16 = np.dtype("float16")
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
-half, float, double, long = float16, float32, float64, int64  # PyTorch's aliases
+# PyTorch's aliases; ``tinynorm.int`` and ``tinynorm.bool`` are dtypes, as ``torch.int`` and ``torch.bool``.
+half, float, double, short, int, long, bool = float16, float32, float64, int16, int32, int64, bool_
 
-SUPPORTED = (float16, float32, float64, int32, int64, bool_, np.dtype("int8"), np.dtype("uint8"), np.dtype("int16"))
+SUPPORTED = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
 _default = float32
 
 
@@ -73,9 +78,9 @@ def promote_types(a: Any, b: Any) -> np.dtype:
 
 def _scalar_dtype(value: Any) -> np.dtype:
     """The dtype PyTorch gives a Python (or numpy) number taking part in arithmetic with a tensor."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (builtins.bool, np.bool_)):
         return bool_
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (builtins.int, np.integer)):
         return int64
     return get_default_dtype()
 

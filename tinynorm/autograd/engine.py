@@ -166,6 +166,8 @@ def _accumulate_into(tensor: Tensor, grad: Any) -> None:
     """Add ``grad`` into ``tensor.grad`` (``backward(inputs=...)`` does this for non-leaves too)."""
     if type(_node_of(tensor)) is AccumulateGrad:
         _node_of(tensor).accumulate(grad)
+    elif tensor.retains_grad:
+        return  # its retain_grad hook has stored the gradient already
     elif tensor.grad is None:
         tensor.grad = Tensor._from_array(grad, tensor.device)
     else:

@@ -291,12 +291,17 @@ def setitem(target: Tensor, index: Any, value: Any) -> None:
         _recorded_write(target, IndexPut.apply(target, value, raw))
         return
     _check_writable(target)
-    try:
-        target.array[raw] = value.array
-    except ValueError:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
-                           f"indexing result of shape {list(target.array[raw].shape)}") from None
+    _write(target.array, raw, value.array)
     target._bump_version()
+
+
+def _write(array: Any, index: Any, values: Any) -> None:
+    """``array[index] = values``, with PyTorch's error when ``values`` does not fit."""
+    try:
+        array[index] = values
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(array[index].shape)}") from None
 
 
 class IndexPut(Function):
@@ -308,7 +313,7 @@ class IndexPut(Function):
     def forward(ctx: Context, x: Any, value: Any, index: Any) -> Any:
         ctx.index = index
         out = ctx.xp.copy(x)
-        out[index] = value
+        _write(out, index, value)
         return out
 
     @staticmethod
