@@ -268,11 +268,15 @@ class Module:
             )
         converted, problems = {}, []
         for key, target in own.items():
-            if key in state_dict:
-                try:
-                    converted[key] = _converted_value(state_dict[key], target)
-                except ValueError as error:
-                    problems.append(f"{key}: {error}")
+            if key not in state_dict:
+                continue
+            if isinstance(target.array, np.ndarray) and not target.array.flags.writeable:
+                problems.append(f"{key}: the model's tensor is read-only (made from a read-only numpy array)")
+                continue
+            try:
+                converted[key] = _converted_value(state_dict[key], target)
+            except ValueError as error:
+                problems.append(f"{key}: {error}")
         if problems:
             raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
         for key, array in converted.items():
@@ -301,25 +305,32 @@ def _converted_value(value: Any, target: Tensor) -> np.ndarray:
     except (TypeError, ValueError, OverflowError, RuntimeError) as error:
         raise ValueError(f"a {type(value).__name__} that is not an array of numbers ({error})") from None
     if array.dtype.kind not in "biuf":
-        raise ValueError(f"a {type(value).__name__} of dtype {array.dtype} in the checkpoint, "
-                         f"numbers of dtype {target.dtype} in the model")
+        received = f"the int {value} (beyond 64 bits)" if isinstance(value, int) else f"a {type(value).__name__}"
+        raise ValueError(f"{received} in the checkpoint, numbers of dtype {target.dtype} in the model")
     if tuple(array.shape) != tuple(target.shape):
         raise ValueError(f"shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
     if target.dtype.kind == "f":
         if array.dtype.kind != "f":
             raise ValueError(f"dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
         return array.astype(target.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        cast = array.astype(target.dtype)
-        exact = np.array_equal(cast.astype(array.dtype), array) and not (array.dtype.kind == "f" and np.isnan(array).any())
-    if not exact:
-        raise ValueError(f"values that {target.dtype} cannot hold exactly (e.g. {_first_inexact(array, cast)!r}); "
-                         f"the model's tensor is {target.dtype}")
-    return cast
+    inexact = _first_inexact_integer(array, target.dtype)
+    if inexact is not None:
+        raise ValueError(f"the value {inexact!r} in the checkpoint, which the model's {target.dtype} tensor cannot "
+                         "hold exactly")
+    return array.astype(target.dtype)
 
 
-def _first_inexact(array: np.ndarray, cast: np.ndarray) -> Any:
-    """The first value of ``array`` that changed when cast (for the error message)."""
+def _first_inexact_integer(array: np.ndarray, dtype: np.dtype) -> Any:
+    """The first value of ``array`` that is not an integer in ``dtype``'s range (NaN, 1.5, 2**63 for
+    int64), or None when every value converts exactly."""
+    if array.size == 0:
+        return None
+    low, high = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
     with np.errstate(invalid="ignore"):
-        changed = np.flatnonzero(~(cast.astype(array.dtype) == array).reshape(-1))
-    return array.reshape(-1)[changed[0]].item()
+        whole = np.isfinite(array) & (array == np.trunc(array)) if array.dtype.kind == "f" else np.ones(array.shape, bool)
+    if whole.all() and low <= array.min().item() and array.max().item() <= high:  # .item(): exact Python numbers
+        return None
+    for value, is_whole in zip(array.reshape(-1).tolist(), whole.reshape(-1).tolist()):
+        if not (is_whole and low <= value <= high):
+            return value
+    return None
