@@ -135,7 +135,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
         if size is None:
             raise TypeError("normal: with numbers for both mean and std, pass the size: normal(mean, std, size)")
         mean, std = _real(mean, "normal", "mean"), _real(std, "normal", "std")
-        _check_std(np.asarray(std))
+        _check_std(std)
         dtype, device = _out_defaults(out, dtype, device, "normal")
         dtype = floating_dtype(dtype, "normal")
         z = numpy_generator(generator, device, "normal").standard_normal(_shape((size,)))
@@ -187,10 +187,10 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     num_samples = _integer(num_samples, "multinomial", "num_samples")
     if num_samples <= 0:
         raise RuntimeError(f"multinomial: num_samples must be positive, got {num_samples}")
-    weights = input.numpy().astype(np.float64).reshape(-1, input.shape[-1])
-    categories = weights.shape[1]
+    categories = input.shape[-1]
     if categories == 0:
         raise RuntimeError("multinomial: input has no categories (its last dimension is 0)")
+    weights = input.numpy().astype(np.float64).reshape(-1, categories)
     if not np.all(np.isfinite(weights) & (weights >= 0)):
         raise RuntimeError("multinomial: the weights contain inf, nan or a negative value")
     if np.any(weights.sum(axis=1) <= 0):
@@ -234,6 +234,7 @@ def _host_values(value: Any, name: str) -> Any:
     return value.numpy().astype(np.float64) if isinstance(value, Tensor) else _real(value, "normal", name)
 
 
-def _check_std(std: np.ndarray) -> None:
+def _check_std(std: Any) -> None:
+    std = np.asarray(std)
     if not np.all(std >= 0):
-        raise RuntimeError(f"normal: std must be >= 0, got {np.min(std) if std.size else std}")
+        raise RuntimeError(f"normal: std must be >= 0, got {std[~(std >= 0)].reshape(-1)[0]}")
