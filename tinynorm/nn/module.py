@@ -312,7 +312,8 @@ def _converted_value(value: Any, target: Tensor) -> np.ndarray:
     if target.dtype.kind == "f":
         if array.dtype.kind != "f":
             raise ValueError(f"dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
-        return array.astype(target.dtype)
+        with np.errstate(over="ignore"):  # 1e300 into float32 is inf, as in PyTorch
+            return array.astype(target.dtype)
     inexact = _first_inexact_integer(array, target.dtype)
     if inexact is not None:
         raise ValueError(f"the value {inexact!r} in the checkpoint, which the model's {target.dtype} tensor cannot "
