@@ -176,11 +176,12 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
         raise ValueError("load: pickle_module is not supported; tinynorm reads checkpoints without unpickling code")
     if mmap:
         raise ValueError("load: mmap=True is not supported; the file is read into memory")
-    place = _placement(map_location)
     if hasattr(f, "read"):
         seekable = hasattr(f, "seekable") and f.seekable()
-        return _load_file(f if seekable else io.BytesIO(f.read()), f"<{type(f).__name__}>", place)
+        name = f"<{type(f).__name__}>"
+        return _load_file(f if seekable else io.BytesIO(f.read()), name, _placement(map_location, name))
     path = os.fspath(f)
+    place = _placement(map_location, path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: no checkpoint file at {path!r}")
     with open(path, "rb") as file:
@@ -281,38 +282,39 @@ def _decode(node: Any, where: str, leaves: _Leaves, depth: int) -> Any:
 
 
 # ----------------------------------------------------------------------------- map_location
-def _placement(map_location: Any) -> Placement:
-    """``map_location`` as a function ``(tensor on the CPU, saved location) -> tensor where it belongs``."""
+def _placement(map_location: Any, name: str) -> Placement:
+    """``map_location`` as a function ``(tensor on the CPU, saved location) -> tensor where it belongs``
+    (``name`` is the file's, for messages)."""
     if map_location is None:
-        return _move
+        return lambda tensor, location: _move(tensor, location, name)
     if isinstance(map_location, Mapping):
-        return lambda tensor, location: _move(tensor, map_location.get(location, location))
+        return lambda tensor, location: _move(tensor, map_location.get(location, location), name)
     if callable(map_location) and not isinstance(map_location, str):
         def place(tensor: Tensor, location: str) -> Tensor:
             result = map_location(tensor, location)
             if result is None:
-                return _move(tensor, location)
+                return _move(tensor, location, name)
             if not isinstance(result, Tensor):
                 raise TypeError(f"load: map_location returned a {type(result).__name__}; expected a tensor or None")
             return result
         return place
     device = str(map_location)
     canonical_device(device)  # a clear error now for a bad device name
-    return lambda tensor, location: _move(tensor, device)
+    return lambda tensor, location: _move(tensor, device, name)
 
 
-def _move(tensor: Tensor, location: Any) -> Tensor:
+def _move(tensor: Tensor, location: Any, name: str) -> Tensor:
     """``tensor`` on the device that ``location`` names (a PyTorch location string or a device)."""
     try:
         device = canonical_device(str(location))
     except ValueError:
-        raise CheckpointError(f"load: the checkpoint holds tensors saved on {location!r}, which tinynorm does not "
-                              "have; pass map_location='cpu'") from None
+        raise CheckpointError(f"load: {name!r} holds tensors saved on {location!r}, which tinynorm does not have; "
+                              "pass map_location='cpu'") from None
     if device == tensor.device:
         return tensor
     try:
         resolve_device(device)
     except RuntimeError as error:
-        raise RuntimeError(f"load: the checkpoint's tensors were saved on {location!r}, which is not usable here "
-                           f"({error}); pass map_location='cpu' to load them on the CPU") from None
+        raise RuntimeError(f"load: {name!r} holds tensors saved on {location!r}, which is not usable here ({error}); "
+                           "pass map_location='cpu' to load them on the CPU") from None
     return tensor.to(device)

@@ -90,6 +90,8 @@ def load(archive: zipfile.ZipFile, file: str, place: Callable[[Tensor, str], Ten
         return unpickler.load()
     except CheckpointError:
         raise
+    except _Placing as placing:  # map_location's own error: not the file's fault
+        raise placing.error from None
     except Exception as error:  # pickle's own errors for a damaged stream: UnpicklingError, EOFError, ...
         raise CheckpointError(f"load: {file!r} is a damaged PyTorch checkpoint: {type(error).__name__}: {error}") from None
 
@@ -187,7 +189,10 @@ class _Unpickler(pickle._Unpickler):
                              f"{offset} reaches past its storage of {len(array)} elements")
         values = np.lib.stride_tricks.as_strided(array[offset:], shape=size,
                                                  strides=tuple(s * array.itemsize for s in stride))
-        tensor = self.place(Tensor._from_array(values), location)
+        try:
+            tensor = self.place(Tensor._from_array(values), location)
+        except Exception as error:
+            raise _Placing(error) from error
         return tensor.requires_grad_(True) if requires_grad and tensor.dtype.kind == "f" else tensor
 
     # ------------------------------------------------------------------------ opcodes
@@ -215,6 +220,14 @@ class _Unpickler(pickle._Unpickler):
                     pickle.NEXT_BUFFER, pickle.READONLY_BUFFER, pickle.PERSID):
         dispatch[_opcode[0]] = refuse_opcode
     del _opcode
+
+
+class _Placing(Exception):
+    """Carries an error of ``map_location`` out of the unpickler, which calls damaged files' errors its own."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _is_count(value: Any) -> bool:
