@@ -64,11 +64,19 @@ class _WorkerError:
         self.message = f"Caught {exc_type.__name__} {where}.\nOriginal " + "".join(traceback.format_exc())
 
     def reraise(self) -> None:
+        message = _KeyErrorMessage(self.message) if self.exc_type is KeyError else self.message
         try:
-            error = self.exc_type(self.message)
+            error = self.exc_type(message)
         except Exception:  # an exception type whose constructor takes other arguments
             raise RuntimeError(self.message) from None
         raise error
+
+
+class _KeyErrorMessage(str):
+    """``str(KeyError(message))`` is the message's repr; this one shows the traceback's lines instead."""
+
+    def __repr__(self) -> str:
+        return self
 
 
 def _seed_worker(base_seed: int, worker_id: int) -> int:
