@@ -65,7 +65,8 @@ def test_logspace_equals_pytorch(args, kwargs):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7)
 
 
-@pytest.mark.parametrize("args, dtype", [((3,), None), ((2, 4), None), ((4, 2), "int64"), ((0,), None), ((3, 0), "bool")])
+@pytest.mark.parametrize("args, dtype", [((3,), None), ((2, 4), None), ((4, 2), "int64"), ((0,), None),
+                                         ((3, 0), "bool")])
 def test_eye_equals_pytorch(args, dtype):
     torch = pytest.importorskip("torch")
     ours, theirs = tn.eye(*args, dtype=dtype), torch.eye(*args, dtype=getattr(torch, dtype) if dtype else None)

@@ -158,7 +158,8 @@ def test_sampler_semantics_equal_pytorchs():
             sampler, batch_size, drop_last)
         assert list(ours) == list(theirs) and len(ours) == len(theirs)
     assert list(SequentialSampler(range(4))) == list(torch.utils.data.SequentialSampler(range(4)))
-    replaced = list(RandomSampler(range(5), replacement=True, num_samples=1000, generator=tn.Generator().manual_seed(0)))
+    generator = tn.Generator().manual_seed(0)
+    replaced = list(RandomSampler(range(5), replacement=True, num_samples=1000, generator=generator))
     assert len(replaced) == 1000 and set(replaced) == set(range(5))
     repeated = list(RandomSampler(range(4), num_samples=10))
     assert len(repeated) == 10 and sorted(repeated[:8]) == [0, 0, 1, 1, 2, 2, 3, 3]  # whole permutations, then part
@@ -174,7 +175,8 @@ def test_sampler_semantics_equal_pytorchs():
     (lambda: RandomSampler(range(3), replacement=1), TypeError, "replacement should be a boolean value"),
     (lambda: RandomSampler(range(3), num_samples=0), ValueError, "num_samples should be a positive integer value"),
     (lambda: WeightedRandomSampler([[1.0]], 2), ValueError, "weights should be a 1d sequence"),
-    (lambda: DataLoader(range(3), batch_size=2, shuffle=True, sampler=[0]), ValueError, "mutually exclusive with shuffle"),
+    (lambda: DataLoader(range(3), batch_size=2, shuffle=True, sampler=[0]), ValueError,
+     "mutually exclusive with shuffle"),
     (lambda: DataLoader(range(3), batch_size=2, batch_sampler=[[0]]), ValueError,
      "batch_sampler option is mutually exclusive"),
     (lambda: DataLoader(range(3), batch_size=None, drop_last=True), ValueError, "disables auto-batching"),
@@ -289,7 +291,8 @@ def test_iterable_datasets_batch_and_drop_last():
     assert [b.tolist() for b in DataLoader(Stream(7), batch_size=3)] == [[0, 1, 2], [3, 4, 5], [6]]
     assert [b.tolist() for b in DataLoader(Stream(7), batch_size=3, drop_last=True)] == [[0, 1, 2], [3, 4, 5]]
     assert list(DataLoader(Stream(3), batch_size=None)) == [0, 1, 2]
-    assert len(DataLoader(Stream(7), batch_size=3)) == 3 and len(DataLoader(Stream(7), batch_size=3, drop_last=True)) == 2
+    assert len(DataLoader(Stream(7), batch_size=3)) == 3
+    assert len(DataLoader(Stream(7), batch_size=3, drop_last=True)) == 2
 
 
 def test_distributed_sampler_lives_in_utils_data_and_feeds_a_loader():

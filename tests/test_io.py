@@ -12,6 +12,7 @@ from io import BytesIO
 
 import numpy as np
 import pytest
+from helpers import RunsCodeWhenUnpickled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -155,16 +156,6 @@ def test_unsupported_dict_keys_raise_type_error(tmp_path):
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere.npz"):
         io.load(tmp_path / "nowhere.npz")
-
-
-class RunsCodeWhenUnpickled:
-    """Unpickling this creates a file: proof of code execution, if it ever happens."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
 
 
 def test_a_pickle_is_refused_without_running_it(tmp_path):

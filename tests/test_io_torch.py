@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from helpers import RunsCodeWhenUnpickled
 
 import tinynorm as tn
 from tinynorm import io, nn
@@ -86,16 +87,6 @@ def test_big_endian_files_load_the_same_values(tmp_path):
     assert loaded.dtype == np.float32 and loaded.numpy().tolist() == list(range(6))
 
 
-class CreatesMarker:
-    """Unpickling this would create a file: proof of code execution, if it ever happens."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
 class EvilDict(OrderedDict):
     """A subclass of an allowed type whose ``__setstate__`` runs code."""
 
@@ -111,7 +102,7 @@ def payloads(marker):
         "builtins.eval": op_global("builtins", "eval") + op_tuple(op_str(f"open({str(marker)!r}, 'w')")) + REDUCE,
         "builtins.getattr": op_global("builtins", "getattr") + op_tuple(op_global("collections", "OrderedDict"),
                                                                         op_str("__init__")) + REDUCE,
-        "__reduce__ payload": pickle.dumps(CreatesMarker(str(marker)), protocol=2)[2:-1],
+        "__reduce__ payload": pickle.dumps(RunsCodeWhenUnpickled(str(marker)), protocol=2)[2:-1],
         "subclass": pickle.dumps(EvilDict(), protocol=2)[2:-1] + op_dict([("marker", op_str(str(marker)))]) + BUILD,
         "dotted name": op_str("collections") + op_str("OrderedDict.fromkeys") + b"\x93" + op_tuple() + REDUCE,
         "lookalike module": op_global("torch._utils.os", "system") + op_tuple(command) + REDUCE,

@@ -23,23 +23,25 @@ class CheckpointError(ValueError):
     """A file that is not a checkpoint tinynorm can load, with a message naming it and saying why."""
 
 
+def damaged(name: str, info: zipfile.ZipInfo, what: str) -> CheckpointError:
+    return CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} {what}")
+
+
 def check_member(info: zipfile.ZipInfo, name: str) -> None:
     """Refuse a member whose declared size its compressed bytes cannot hold."""
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise CheckpointError(f"load: {name!r} is damaged or foreign: its member {info.filename!r} uses compression method "
-                         f"{info.compress_type}; a checkpoint's members are stored or deflated")
+        raise damaged(name, info, f"uses compression method {info.compress_type}; a checkpoint's members are stored "
+                                  "or deflated")
     stored = info.compress_type == zipfile.ZIP_STORED
     if (stored and info.file_size != info.compress_size) or info.file_size > MAX_EXPANSION * info.compress_size + 64:
-        raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} declares {info.file_size} bytes "
-                         f"but holds only {info.compress_size}")
+        raise damaged(name, info, f"declares {info.file_size} bytes but holds only {info.compress_size}")
 
 
 def read_record(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, nbytes: int | None = None) -> bytearray:
     """A member's bytes (which must number ``nbytes`` when given), read and CRC-checked."""
     check_member(info, name)
     if nbytes is not None and nbytes != info.file_size:
-        raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} holds {info.file_size} bytes, "
-                         f"{nbytes} expected")
+        raise damaged(name, info, f"holds {info.file_size} bytes, {nbytes} expected")
     data = bytearray(info.file_size)
     with archive.open(info) as member:
         _fill(member, memoryview(data), info, name)
@@ -52,22 +54,20 @@ def read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> np.n
     with archive.open(info) as member:
         magic = member.read(len(NPY_MAGIC))
         if magic != NPY_MAGIC:
-            raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} is not a .npy array (it starts "
-                             f"with {magic!r}; a .npy array starts with {NPY_MAGIC!r})")
+            raise damaged(name, info, f"is not a .npy array (it starts with {magic!r}; a .npy array starts with "
+                                      f"{NPY_MAGIC!r})")
         version = tuple(member.read(2))
         readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
         if version not in readers:
-            raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} is a .npy array of format "
-                             f"version {version}; versions 1.0 and 2.0 are read")
+            raise damaged(name, info, f"is a .npy array of format version {version}; versions 1.0 and 2.0 are read")
         shape, fortran_order, dtype = readers[version](member, max_header_size=MAX_NPY_HEADER_BYTES)
         if dtype.hasobject:
-            raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} is an array of Python objects "
-                             "(a pickle), which is never loaded")
+            raise damaged(name, info, "is an array of Python objects (a pickle), which is never loaded")
         count = math.prod(shape)
         data_bytes = info.file_size - member.tell()
         if count * dtype.itemsize != data_bytes:
-            raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} declares a {dtype} array of "
-                             f"shape {shape} ({count * dtype.itemsize} bytes) but holds {data_bytes} bytes")
+            raise damaged(name, info, f"declares a {dtype} array of shape {shape} ({count * dtype.itemsize} bytes) but "
+                                      f"holds {data_bytes} bytes")
         flat = np.empty(count, dtype=dtype)
         _fill(member, memoryview(flat.view(np.uint8)), info, name)
     return flat.reshape(shape, order="F" if fortran_order else "C")
@@ -79,9 +79,7 @@ def _fill(member: Any, buffer: memoryview, info: zipfile.ZipInfo, name: str) -> 
     while filled < len(buffer):
         count = member.readinto(buffer[filled:])
         if not count:
-            raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} ends after {filled} of "
-                             f"{len(buffer)} bytes")
+            raise damaged(name, info, f"ends after {filled} of {len(buffer)} bytes")
         filled += count
     if member.read(1):
-        raise CheckpointError(f"load: {name!r} is damaged: its member {info.filename!r} holds more than {len(buffer)} "
-                         "bytes")
+        raise damaged(name, info, f"holds more than {len(buffer)} bytes")

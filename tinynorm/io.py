@@ -94,7 +94,8 @@ def _new_file_beside(target: str) -> tuple[int, str]:
     for _ in range(100):
         temporary = os.path.join(directory, f".{name}.{secrets.token_hex(8)}.tmp")
         try:
-            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), temporary
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            return os.open(temporary, flags, 0o666), temporary
         except FileExistsError:
             continue
     raise FileExistsError(f"save: could not find a free temporary name in {directory!r}")

@@ -51,8 +51,9 @@ class TorchDtype:
     def numpy(self, file: str) -> np.dtype:
         dtype = _DTYPES[self.name]
         if dtype is None:
-            raise CheckpointError(f"load: {file!r} holds a tensor of dtype torch.{self.name}, which tinynorm does not have; "
-                             f"convert it in PyTorch first, e.g. {{k: v.float() for k, v in state_dict.items()}}")
+            raise CheckpointError(f"load: {file!r} holds a tensor of dtype torch.{self.name}, which tinynorm does "
+                                  "not have; convert it in PyTorch first, e.g. {k: v.float() for k, v in "
+                                  "state_dict.items()}")
         return np.dtype(dtype)
 
 
@@ -72,19 +73,19 @@ def load(archive: zipfile.ZipFile, file: str, place: Callable[[Tensor, str], Ten
     puts each tensor where ``map_location`` says."""
     names = archive.namelist()
     if any(name.endswith("constants.pkl") for name in names):
-        raise CheckpointError(f"load: {file!r} is a TorchScript archive (torch.jit.save), not a state dict; in PyTorch, "
-                         "torch.save(torch.jit.load(path).state_dict(), new_path)")
+        raise CheckpointError(f"load: {file!r} is a TorchScript archive (torch.jit.save), not a state dict; in "
+                              "PyTorch, torch.save(torch.jit.load(path).state_dict(), new_path)")
     pickle_name = next(name for name in names if name == "data.pkl" or name.endswith("/data.pkl"))
     prefix = pickle_name[: -len("data.pkl")]
     byteorder = "little"
     if prefix + "byteorder" in names:
         byteorder = bytes(read_record(archive, archive.getinfo(prefix + "byteorder"), file)).decode("ascii", "replace")
         if byteorder not in ("little", "big"):
-            raise CheckpointError(f"load: {file!r} is damaged: its byteorder record says {byteorder!r}")
+            raise _damaged(file, f"its byteorder record says {byteorder!r}")
     info = archive.getinfo(pickle_name)
     if info.file_size > MAX_PICKLE_BYTES:
-        raise CheckpointError(f"load: {file!r} has a {info.file_size}-byte data.pkl; a state dict's is far smaller "
-                         f"(at most {MAX_PICKLE_BYTES} bytes are read)")
+        raise CheckpointError(f"load: {file!r} has a {info.file_size}-byte data.pkl; a state dict's is far "
+                              f"smaller (at most {MAX_PICKLE_BYTES} bytes are read)")
     unpickler = _Unpickler(io.BytesIO(read_record(archive, info, file)), archive, prefix, byteorder, file, place)
     try:
         return unpickler.load()
@@ -93,7 +94,7 @@ def load(archive: zipfile.ZipFile, file: str, place: Callable[[Tensor, str], Ten
     except _Placing as placing:  # map_location's own error: not the file's fault
         raise placing.error from None
     except Exception as error:  # pickle's own errors for a damaged stream: UnpicklingError, EOFError, ...
-        raise CheckpointError(f"load: {file!r} is a damaged PyTorch checkpoint: {type(error).__name__}: {error}") from None
+        raise _damaged(file, f"{type(error).__name__}: {error}") from None
 
 
 class _Unpickler(pickle._Unpickler):
@@ -129,21 +130,22 @@ class _Unpickler(pickle._Unpickler):
             return TorchDtype(name)
         if module == "torch" and name in _STORAGES:
             return TorchDtype(_STORAGES[name])
-        raise CheckpointError(f"load: {self.file!r} is a PyTorch checkpoint that needs {module}.{name} to load, which "
-                      "tinynorm refuses: it loads only tensors and plain containers of numbers and strings, never "
-                      "code or classes; save a state dict instead: torch.save(model.state_dict(), path)")
+        raise CheckpointError(f"load: {self.file!r} is a PyTorch checkpoint that needs {module}.{name} to load, "
+                              "which tinynorm refuses: it loads only tensors and plain containers of numbers and "
+                              "strings, never code or classes; save a state dict instead: "
+                              "torch.save(model.state_dict(), path)")
 
     def persistent_load(self, pid: Any) -> Storage:
         """A storage record, read once per key (tensors sharing a storage share its array)."""
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], TorchDtype)
                 and isinstance(pid[2], str) and isinstance(pid[3], str) and _is_count(pid[4])):
-            raise CheckpointError(f"load: {self.file!r} is a damaged PyTorch checkpoint: unknown persistent id {pid!r:.100}")
+            raise _damaged(self.file, f"unknown persistent id {pid!r:.100}")
         _, dtype, key, location, numel = pid
         if key not in self.storages:
             dtype = dtype.numpy(self.file)
             name = f"{self.prefix}data/{key}"
             if name not in self.archive.namelist():
-                raise CheckpointError(f"load: {self.file!r} is a damaged PyTorch checkpoint: no record {name!r}")
+                raise _damaged(self.file, f"no record {name!r}")
             raw = read_record(self.archive, self.archive.getinfo(name), self.file, numel * dtype.itemsize)
             array = np.frombuffer(raw, dtype=dtype.newbyteorder("<" if self.byteorder == "little" else ">"))
             self.storages[key] = Storage(array.astype(dtype, copy=False), location)
@@ -154,17 +156,17 @@ class _Unpickler(pickle._Unpickler):
                        backward_hooks: Any = None, metadata: Any = None) -> Tensor:
         """A tensor viewing ``storage`` (PyTorch's ``_rebuild_tensor_v2``), its view checked to lie inside it."""
         if not isinstance(storage, Storage):
-            raise CheckpointError(f"load: {self.file!r} is a damaged PyTorch checkpoint: a tensor without a storage")
+            raise _damaged(self.file, "a tensor without a storage")
         return self.view(storage.array, storage.location, offset, size, stride, requires_grad, backward_hooks)
 
     def rebuild_tensor_v3(self, storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any,
                           backward_hooks: Any, dtype: Any, metadata: Any = None) -> Tensor:
         """``_rebuild_tensor_v3``: the dtype is given apart from an untyped (byte) storage."""
         if not isinstance(storage, Storage) or not isinstance(dtype, TorchDtype):
-            raise CheckpointError(f"load: {self.file!r} is a damaged PyTorch checkpoint: a tensor without a storage or dtype")
+            raise _damaged(self.file, "a tensor without a storage or dtype")
         dtype = dtype.numpy(self.file)
         if storage.array.nbytes % dtype.itemsize:
-            raise CheckpointError(f"load: {self.file!r} is damaged: a {storage.array.nbytes}-byte storage viewed as {dtype}")
+            raise _damaged(self.file, f"a {storage.array.nbytes}-byte storage viewed as {dtype}")
         array = storage.array.view(np.uint8).view(dtype)
         return self.view(array, storage.location, offset, size, stride, requires_grad, backward_hooks)
 
@@ -178,15 +180,15 @@ class _Unpickler(pickle._Unpickler):
 
     def view(self, array: np.ndarray, location: str, offset: Any, size: Any, stride: Any, requires_grad: Any,
              backward_hooks: Any) -> Tensor:
-        if not (_is_count(offset) and isinstance(size, tuple) and isinstance(stride, tuple)
-                and len(size) == len(stride) and all(map(_is_count, size + stride)) and isinstance(requires_grad, bool)):
-            raise CheckpointError(f"load: {self.file!r} is a damaged PyTorch checkpoint: a tensor with offset {offset!r:.40}, "
-                          f"size {size!r:.60} and stride {stride!r:.60}")
+        if not (_is_count(offset) and isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride)
+                and all(map(_is_count, size + stride)) and isinstance(requires_grad, bool)):
+            raise _damaged(self.file, f"a tensor with offset {offset!r:.40}, size {size!r:.60} and stride "
+                                      f"{stride!r:.60}")
         _check_no_hooks(backward_hooks, self.file)
         last = offset + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else offset - 1
         if last >= len(array) or offset > len(array):
-            raise CheckpointError(f"load: {self.file!r} is damaged: a tensor of size {size} and stride {stride} at offset "
-                             f"{offset} reaches past its storage of {len(array)} elements")
+            raise _damaged(self.file, f"a tensor of size {size} and stride {stride} at offset {offset} reaches past "
+                                      f"its storage of {len(array)} elements")
         values = np.lib.stride_tricks.as_strided(array[offset:], shape=size,
                                                  strides=tuple(s * array.itemsize for s in stride))
         try:
@@ -207,12 +209,12 @@ class _Unpickler(pickle._Unpickler):
         (version numbers for its modules), which tinynorm does not need: dropped."""
         state, target = self.stack.pop(), self.stack[-1]
         if not isinstance(target, dict) or not isinstance(state, (dict, type(None))):
-            raise CheckpointError(f"load: {self.file!r} asks to set the state of a {type(target).__name__}, which tinynorm "
-                          "refuses")
+            raise CheckpointError(f"load: {self.file!r} asks to set the state of a {type(target).__name__}, which "
+                                  "tinynorm refuses")
 
     def refuse_opcode(self) -> None:
-        raise CheckpointError(f"load: {self.file!r} uses a pickle instruction that creates arbitrary objects, which "
-                      "tinynorm refuses (a state dict never needs it)")
+        raise CheckpointError(f"load: {self.file!r} uses a pickle instruction that creates arbitrary objects, "
+                              "which tinynorm refuses (a state dict never needs it)")
 
     dispatch[pickle.REDUCE[0]] = load_reduce
     dispatch[pickle.BUILD[0]] = load_build
@@ -220,6 +222,10 @@ class _Unpickler(pickle._Unpickler):
                     pickle.NEXT_BUFFER, pickle.READONLY_BUFFER, pickle.PERSID):
         dispatch[_opcode[0]] = refuse_opcode
     del _opcode
+
+
+def _damaged(file: str, what: str) -> CheckpointError:
+    return CheckpointError(f"load: {file!r} is a damaged PyTorch checkpoint: {what}")
 
 
 class _Placing(Exception):

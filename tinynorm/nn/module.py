@@ -327,8 +327,10 @@ def _first_inexact_integer(array: np.ndarray, dtype: np.dtype) -> Any:
     if array.size == 0:
         return None
     low, high = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
-    with np.errstate(invalid="ignore"):
-        whole = np.isfinite(array) & (array == np.trunc(array)) if array.dtype.kind == "f" else np.ones(array.shape, bool)
+    whole = np.ones(array.shape, bool)
+    if array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(array) & (array == np.trunc(array))
     if whole.all() and low <= array.min().item() and array.max().item() <= high:  # .item(): exact Python numbers
         return None
     for value, is_whole in zip(array.reshape(-1).tolist(), whole.reshape(-1).tolist()):

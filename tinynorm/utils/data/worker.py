@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ... import random as tinynorm_random
+from ...backends import get_backend
 from .fetch import FetchSetup
 
 _POLL_S = 1.0  # how often a waiting process checks that the other side is still alive
@@ -154,6 +155,7 @@ class MultiProcessIterator:
         self._closed = False
         base_seed = loader._base_seed()
         setup = loader._fetch_setup()
+        get_backend("cpu")  # import the CPU kernels once here, not once per (forked) worker
         for worker_id in range(loader.num_workers):
             index_queue = context.Queue()
             index_queue.cancel_join_thread()
