@@ -17,6 +17,7 @@ import os
 import pickle
 import queue
 import random
+import signal
 import sys
 import time
 import traceback
@@ -244,7 +245,11 @@ class MultiProcessIterator:
                 if dead:
                     self.close()
                     pids = ", ".join(f"{worker.pid} (exit code {worker.exitcode})" for worker in dead)
-                    raise RuntimeError(f"DataLoader worker(s) {pids} exited unexpectedly") from None
+                    hint = ""
+                    if any(worker.exitcode == -signal.SIGTERM for worker in dead):
+                        hint = ("; a forked worker that runs tinynorm's parallel CPU kernels after the main process "
+                                "did is stopped by Numba's OpenMP check: pass multiprocessing_context='forkserver'")
+                    raise RuntimeError(f"DataLoader worker(s) {pids} exited unexpectedly{hint}") from None
                 if deadline is not None and time.monotonic() > deadline:
                     self.close()
                     raise RuntimeError(f"DataLoader timed out after {self._loader.timeout} seconds") from None
