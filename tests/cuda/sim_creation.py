@@ -1,5 +1,6 @@
-"""Creation and random sampling with ``device='cuda'`` in Numba's CUDA simulator: every function puts its
-result on the GPU with the CPU's values (random ones drawn on the host from the same generator).
+"""Creation, random sampling and checkpoint loading with ``device='cuda'`` in Numba's CUDA simulator:
+every function puts its result on the GPU with the CPU's values (random ones drawn on the host from
+the same generator), and ``load(map_location=...)`` puts a checkpoint's tensors there.
 
 Run by ``test_cuda_simulator.py`` in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (or directly:
 ``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_creation.py``).
@@ -68,3 +69,12 @@ def test_out_and_from_numpy_on_cuda():
     out = tinynorm.empty(4, device="cuda")
     assert tinynorm.linspace(0, 3, 4, out=out) is out and out.numpy().tolist() == [0, 1, 2, 3]
     assert tinynorm.as_tensor(np.ones(2), device="cuda").device == "cuda"  # a copy: from_numpy is CPU only
+
+
+def test_checkpoints_load_onto_the_device_that_map_location_names(tmp_path):
+    path = tmp_path / "m.npz"
+    tinynorm.save({"w": tinynorm.arange(4.0, device="cuda"), "n": 3}, path)  # values only: saved from the host
+    assert tinynorm.load(path)["w"].device == "cpu"
+    for map_location in ("cuda", "cuda:0", {"cpu": "cuda"}, lambda tensor, location: tensor.to("cuda")):
+        loaded = tinynorm.load(path, map_location=map_location)
+        assert loaded["w"].device == "cuda" and loaded["w"].numpy().tolist() == [0, 1, 2, 3] and loaded["n"] == 3
