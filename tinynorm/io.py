@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from . import torch_checkpoint
-from .archive import CheckpointError, check_member, read_npy
+from .archive import NPY_MAGIC, CheckpointError, check_member, read_npy
 from .backends import canonical_device
 from .tensor import Tensor, resolve_device
 
@@ -191,13 +191,14 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
 
 def _load_file(file: BinaryIO, name: str, place: Placement) -> Any:
     """The object in ``file`` (called ``name`` in messages), whichever supported format it is."""
+    position = file.tell()
     start = file.read(len(torch_checkpoint.LEGACY_MAGIC))
-    file.seek(0)
+    file.seek(position)
     if start.startswith(torch_checkpoint.LEGACY_MAGIC):
         raise CheckpointError(f"load: {name!r} is a PyTorch checkpoint in the legacy format (before PyTorch 1.6), "
                               "which tinynorm does not read; re-save it in PyTorch's zip format: "
                               "torch.save(torch.load(path), new_path) with PyTorch 1.6 or later")
-    if start.startswith(b"\x93NUMPY"):
+    if start.startswith(NPY_MAGIC):
         raise CheckpointError(f"load: {name!r} holds a single numpy array (.npy), not a tinynorm checkpoint")
     try:
         archive = zipfile.ZipFile(file)

@@ -61,9 +61,8 @@ class _WorkerError:
     """An exception raised in a worker, carried to the main process to be raised there."""
 
     def __init__(self, where: str) -> None:
-        exc_type, exc, _ = sys.exc_info()
-        self.exc_type = exc_type
-        self.message = f"Caught {exc_type.__name__} {where}.\nOriginal " + "".join(traceback.format_exc())
+        self.exc_type = sys.exc_info()[0]
+        self.message = f"Caught {self.exc_type.__name__} {where}.\nOriginal {traceback.format_exc()}"
 
     def reraise(self) -> None:
         message = _KeyErrorMessage(self.message) if self.exc_type is KeyError else self.message
