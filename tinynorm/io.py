@@ -163,8 +163,9 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
     ``map_location`` puts the tensors on a device, as in PyTorch: ``'cpu'``, ``'cuda'`` (or a device
     object), a dict from saved locations to devices (``{'cuda:0': 'cpu'}``), or a function
     ``(tensor, location) -> tensor or None``. Without it, a tinynorm checkpoint's tensors load on the
-    CPU (its files hold values, not devices) and a PyTorch file's where they were saved. Tensors never
-    require grad (PyTorch parameters load as ``nn.Parameter``).
+    CPU (its files hold values, not devices) and a PyTorch file's where they were saved. A tinynorm
+    checkpoint's tensors do not require grad; a PyTorch file's keep their ``requires_grad``, and its
+    ``nn.Parameter`` objects load as tinynorm Parameters.
 
     ``weights_only=True`` (PyTorch's default) is the only mode: tinynorm never unpickles arbitrary
     objects. ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and saying
