@@ -4,6 +4,7 @@ Without shuffling, batches and their collation equal PyTorch's. Shuffled orders 
 (its generator is not numpy's PCG64), so their semantics are tested: each sample once per epoch,
 reproducible with a seed, new each epoch.
 """
+import gc
 import os
 from collections import OrderedDict, namedtuple
 
@@ -343,6 +344,13 @@ def test_a_worker_exception_is_raised_in_the_main_process_with_its_traceback():
     with pytest.raises(KeyError, match="Caught KeyError in DataLoader worker process 0") as error:
         list(DataLoader(Failing(8), batch_size=2, num_workers=2))
     assert "no sample 5" in str(error.value) and "\nOriginal Traceback" in str(error.value)
+    iterator = iter(DataLoader(Failing(8), batch_size=2, num_workers=2))
+    workers = list(iterator._workers)
+    with pytest.raises(KeyError):
+        list(iterator)
+    del iterator, error
+    gc.collect()  # the abandoned iterator stops its workers, which exit cleanly (not terminated)
+    assert [worker.exitcode for worker in workers] == [0, 0]
     with pytest.raises(ZeroDivisionError, match="in worker_init_fn"):
         list(DataLoader(Squares(4), num_workers=1, worker_init_fn=lambda worker_id: 1 / 0))
     with pytest.raises(RuntimeError, match=r"DataLoader worker\(s\) \d+ \(exit code 7\) exited unexpectedly"):

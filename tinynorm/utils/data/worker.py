@@ -65,12 +65,14 @@ class _WorkerError:
         self.message = f"Caught {self.exc_type.__name__} {where}.\nOriginal {traceback.format_exc()}"
 
     def reraise(self) -> None:
+        raise self._exception()  # made in a call: no local of this frame refers to it (no reference cycle)
+
+    def _exception(self) -> BaseException:
         message = _KeyErrorMessage(self.message) if self.exc_type is KeyError else self.message
         try:
-            error = self.exc_type(message)
+            return self.exc_type(message)
         except Exception:  # an exception type whose constructor takes other arguments
-            raise RuntimeError(self.message) from None
-        raise error
+            return RuntimeError(self.message)
 
 
 class _KeyErrorMessage(str):
@@ -89,7 +91,7 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
 
 
 def _worker_loop(setup: FetchSetup, worker_init_fn: Any, worker_id: int, num_workers: int, base_seed: int,
-                 index_queue: Any, result_queue: Any, parent_pid: int) -> None:
+                 index_queue: Any, result_queue: Any, done: Any, parent_pid: int) -> None:
     """A worker's life: seed, run ``worker_init_fn``, then answer fetch requests until told to stop."""
     global _worker_info
     result_queue.cancel_join_thread()  # exit even if the main process stopped reading
@@ -107,7 +109,7 @@ def _worker_loop(setup: FetchSetup, worker_init_fn: Any, worker_id: int, num_wor
         try:
             message = index_queue.get(timeout=_POLL_S)
         except queue.Empty:
-            if os.getppid() != parent_pid:  # the main process is gone
+            if done.is_set() or os.getppid() != parent_pid:  # the loader is closed, or the main process gone
                 return
             continue
         if message is None:
@@ -151,6 +153,7 @@ class MultiProcessIterator:
         self._loader = loader
         context = loader.multiprocessing_context
         self._results = context.Queue()
+        self._done = context.Event()  # set by close(): it reaches the workers even if a queue cannot
         self._queues, self._workers = [], []
         self._closed = False
         base_seed = loader._base_seed()
@@ -161,7 +164,7 @@ class MultiProcessIterator:
             index_queue.cancel_join_thread()
             worker = context.Process(target=_worker_loop, daemon=True,
                                      args=(setup, loader.worker_init_fn, worker_id, loader.num_workers, base_seed,
-                                           index_queue, self._results, os.getpid()))
+                                           index_queue, self._results, self._done, os.getpid()))
             worker.start()
             self._queues.append(index_queue)
             self._workers.append(worker)
@@ -261,6 +264,7 @@ class MultiProcessIterator:
         if self._closed:
             return
         self._closed = True
+        self._done.set()
         for index_queue in self._queues:
             try:
                 index_queue.put(None)
