@@ -697,12 +697,16 @@ def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor`, but shares memory where it can: a tensor that already has the dtype and
-    device is returned as is, and a CUDA array (``__cuda_array_interface__``) is wrapped without a copy
-    when it needs no conversion."""
+    device is returned as is, and a numpy array on the CPU or a CUDA array (``__cuda_array_interface__``)
+    is wrapped without a copy when it needs no conversion."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
     if hasattr(data, "__cuda_array_interface__"):
         return _cuda.from_cuda_array(data).to(dtype=dtype, device=device)
+    if (isinstance(data, np.ndarray) and canonical_device(device or "cpu") == "cpu"
+            and (dtype is None or dtypes.as_dtype(dtype) == data.dtype)):
+        from .creation import from_numpy  # creation builds on this module
+        return from_numpy(data)  # shares the array's memory, as PyTorch's as_tensor does
     return tensor(data, dtype=dtype, device=device or "cpu")
 
 
