@@ -567,3 +567,32 @@ def test_retain_grad_and_is_leaf(device):
         return h.grad, h.retains_grad, x.retains_grad, h.is_leaf, x.is_leaf, (x * 2).detach().is_leaf
 
     assert_same(fn, device)
+
+
+def test_deepcopy_and_pickle_keep_leaves_and_refuse_graph_tensors(device):
+    import copy
+    import pickle
+
+    model = tn.nn.Linear(3, 2).to(device)
+    model(tn.ones(4, 3, device=device)).sum().backward()
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert isinstance(clone.weight, tn.nn.Parameter) and clone.weight.requires_grad
+        np.testing.assert_array_equal(clone.weight.numpy(), model.weight.numpy())
+        np.testing.assert_array_equal(clone.weight.grad.numpy(), model.weight.grad.numpy())
+        with tn.no_grad():
+            clone.weight.zero_()
+        assert model.weight.numpy().any()  # a copy, not a view
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(tn.ones(2, requires_grad=True, device=device) * 2)
+
+
+def test_random_fills_draw_from_the_generator(device):
+    x, y = tn.zeros(1000, device=device), tn.zeros(1000, device=device)
+    x.normal_(2.0, 0.5, generator=tn.Generator(device).manual_seed(7))
+    y.normal_(2.0, 0.5, generator=tn.Generator(device).manual_seed(7))
+    np.testing.assert_array_equal(x.numpy(), y.numpy())
+    assert abs(x.numpy().mean() - 2.0) < 0.1 and abs(x.numpy().std() - 0.5) < 0.05
+    x.uniform_(-1.0, 3.0)
+    assert -1.0 <= x.numpy().min() and x.numpy().max() < 3.0
+    x.bernoulli_(0.25)
+    assert set(np.unique(x.numpy())) <= {0.0, 1.0} and abs(x.numpy().mean() - 0.25) < 0.06

@@ -70,6 +70,20 @@ class Tensor:
         tensor.requires_grad = False
         return tensor
 
+    def __getstate__(self) -> dict:
+        """What pickling and ``copy.deepcopy`` keep: the values, device, ``requires_grad`` and ``grad``.
+        A tensor computed by an op is refused, as in PyTorch: its graph is not part of its state."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment. If you were attempting to deepcopy a module, this may be "
+                               "because of a torch.nn.utils.weight_norm usage, see detach().")
+        return {"values": self.numpy() if self.device != "cpu" else self.array, "device": self.device,
+                "requires_grad": self.requires_grad, "grad": self.grad}
+
+    def __setstate__(self, state: dict) -> None:
+        Tensor.__init__(self, get_backend(state["device"]).from_numpy(state["values"]), device=state["device"])
+        self.requires_grad, self.grad = state["requires_grad"], state["grad"]
+
     # ----------------------------------------------------------------------------- attributes
     @property
     def _backend(self) -> Any:
@@ -401,6 +415,9 @@ class Tensor:
 
     def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> "Tensor":
         return _inplace.uniform_(self, from_, to, generator)
+
+    def bernoulli_(self, p: float = 0.5, *, generator: Any = None) -> "Tensor":
+        return _inplace.bernoulli_(self, p, generator)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         _inplace.setitem(self, index, value)

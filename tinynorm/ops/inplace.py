@@ -28,7 +28,7 @@ from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.function import Context, Function
 from ..backends import is_basic_index
-from ..random import default_generator
+from ..random import numpy_generator
 from ..tensor import Tensor, on_device
 from . import arithmetic, elementwise
 from .shape import raw_index
@@ -263,7 +263,7 @@ def normal_(target: Tensor, mean: float, std: float, generator: Any) -> Tensor:
     """Fill with samples of N(mean, std²) from ``generator`` (default: the global one)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    values = (generator or default_generator()).normal(mean, std, target.shape)
+    values = numpy_generator(generator, target.device, "normal_").normal(mean, std, target.shape)
     return copy_(target, values.astype(target.dtype))
 
 
@@ -271,7 +271,15 @@ def uniform_(target: Tensor, low: float, high: float, generator: Any) -> Tensor:
     """Fill with samples of U[low, high) from ``generator`` (default: the global one)."""
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
-    values = (generator or default_generator()).uniform(low, high, target.shape)
+    values = numpy_generator(generator, target.device, "uniform_").uniform(low, high, target.shape)
+    return copy_(target, values.astype(target.dtype))
+
+
+def bernoulli_(target: Tensor, p: float, generator: Any) -> Tensor:
+    """Fill with 1 with probability ``p``, else 0."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    values = numpy_generator(generator, target.device, "bernoulli_").random(target.shape) < p
     return copy_(target, values.astype(target.dtype))
 
 
