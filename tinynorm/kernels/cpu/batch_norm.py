@@ -12,22 +12,31 @@ Two loop shapes, because a loop over a length-1 axis cannot be vectorized:
 
 ``batch_norm_backward_reduce`` and ``batch_norm_backward_elemt`` are the two halves of the training
 backward pass, separate so that a SyncBatchNorm can add the per-channel sums across processes in between.
+
+The same math in plain numpy, for reading: :mod:`tinynorm.kernels.reference` (``batch_norm_forward``,
+``batch_norm_backward``, ``batch_norm_update_running``).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH
+from ..._checks import check_momentum
+from ._config import JIT_OPTIONS
 from ._shared import (
+    check_eps,
     check_input,
     check_like,
     chunk_bounds,
     mean_var,
+    needs_rescaling,
     num_chunks,
     output,
     param_or_fill,
     partials,
+    rescaled_mean_var,
     use_parallel,
 )
 
@@ -36,8 +45,7 @@ TILE_ROWS = 64
 
 
 # Merges always run in float64: over thousands of tiles float32 rounding would add up in the mean.
-@njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", cache=True,
-      fastmath=FASTMATH)
+@njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", **JIT_OPTIONS)
 def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     """Chan et al.: (mean, sum of squared deviations) of two sets from those of each set."""
     total = count_a + count_b
@@ -45,7 +53,19 @@ def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     return mean_a + delta * (count_b / total), m2_a + m2_b + delta * delta * (count_a * count_b / total)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
+def _plane_mean_var(v):
+    """Mean and biased variance (float64) of the values ``v``: two passes in their dtype, or, when the
+    variance is out of the dtype's range, :func:`rescaled_mean_var`. No eps is known here, so a
+    (near-)constant plane takes the float64 path too."""
+    m, var = mean_var(v)
+    if needs_rescaling(v, var, v.dtype.type(0)):
+        e, mean_s, var_s = rescaled_mean_var(v, True)
+        return math.ldexp(mean_s, e), math.ldexp(var_s, 2 * e)
+    return float(m), float(var)
+
+
+@njit(**JIT_OPTIONS)
 def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
     """S > 1: unit (chunk, c) merges the statistics of planes ``x[n, c]``, n in the chunk's samples."""
     batch, channels, spatial = x.shape
@@ -55,21 +75,21 @@ def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
         first, last = chunk_bounds(chunk, chunks, batch)
         mean, m2, count = 0.0, 0.0, 0.0
         for n in range(first, last):
-            plane_mean, plane_var = mean_var(x[n, c])
+            plane_mean, plane_var = _plane_mean_var(x[n, c])
             mean, m2 = _merge(mean, m2, count, plane_mean, plane_var * plane, plane)
             count += plane
         part_mean[chunk, c] = mean
         part_m2[chunk, c] = m2
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows merges, per channel, the statistics of its tiles.
 
     One pass per tile: sums of ``d = x - pivot`` and ``d²``, the pivot being the tile's first row.
     The pivot is one of the tile's own values, so ``sum(d²) - sum(d)²/n`` cancels little even when
     |mean| >> std (more accurate than a float32 two-pass mean there), and each value is read once
-    instead of twice (8192x4096 float32: 9.0 -> 6.7 ms; 4096x1024: 0.73 -> 0.55 ms).
+    instead of twice. A channel whose tile sums went out of range is summed again in float64.
     """
     rows, channels = x.shape
     tile_sum = np.empty(channels, x.dtype)
@@ -93,10 +113,15 @@ def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
             for c in range(channels):
                 shift = tile_sum[c] / tile_count
                 tile_m2 = max(tile_sum_sq[c] - shift * tile_sum[c], x.dtype.type(0))
-                mean[c], m2[c] = _merge(mean[c], m2[c], count, float(pivot[c]) + shift, tile_m2, tile_count)
+                if needs_rescaling(pivot, tile_m2 / tile_count, x.dtype.type(0)):
+                    tile_mean, tile_var = _plane_mean_var(np.ascontiguousarray(x[tile_start:tile_stop, c]))
+                    tile_m2 = tile_var * tile_count
+                else:
+                    tile_mean = float(pivot[c]) + shift
+                mean[c], m2[c] = _merge(mean[c], m2[c], count, tile_mean, tile_m2, tile_count)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -104,14 +129,14 @@ def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
         _stats_planes(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
         _stats_rows(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
     """Merge the chunks' partial statistics in chunk order into each channel's mean and variance."""
     chunks = part_mean.shape[0]
@@ -136,13 +161,15 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Each chunk of samples gets its (mean, sum of squared deviations) from sums of deviations (from a
     mean or a pivot value, never from 0), merged with Chan's formula, so a large offset (|mean| >> std)
-    loses no accuracy.
-    Returns ``(mean, var)``, each ``(C,)``.
+    loses no accuracy. Returns ``(mean, var)``, each ``(C,)``: ``mean`` in x's dtype, ``var`` in
+    float64, the dtype of the merges, so that the variance of float32 data stays finite where it
+    exceeds float32's range (std above ~1.8e19). A channel holding inf or NaN gets its plain mean
+    (±inf or NaN) and a NaN variance, as in PyTorch.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
     if x.size == 0:
-        return np.full(channels, np.nan, x.dtype), np.full(channels, np.nan, x.dtype)
+        return np.full(channels, np.nan, x.dtype), np.full(channels, np.nan)
     parallel = use_parallel(x.size)
     chunks = num_chunks(batch) if parallel else 1
     part_mean = partials(chunks, channels, np.dtype(np.float64))
@@ -157,12 +184,17 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _stats_planes_parallel(x, chunks, part_mean, part_m2, num_chunks(chunks * channels))
     else:
         _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
-    mean, var = np.empty(channels, x.dtype), np.empty(channels, x.dtype)
+    mean, var = np.empty(channels, x.dtype), np.empty(channels)
     _combine_chunks(part_mean, part_m2, batch, spatial, mean, var)
+    not_finite = ~np.isfinite(mean)
+    if not_finite.any():  # Chan's merges turn inf into NaN; the plain sum keeps it (inf - inf is NaN)
+        with np.errstate(invalid="ignore"):
+            mean[not_finite] = x[:, not_finite].sum(axis=(0, 2), dtype=np.float64) / (batch * spatial)
+        var[not_finite] = np.nan
     return mean, var
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
     """``y[n, c, k] = (x[n, c, k] - mean[c]) * scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -177,7 +209,7 @@ def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
                     y[n, c, k] = (x[n, c, k] - m) * a + b
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _scale_shift_parallel(x, mean, scale, shift, y, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -206,7 +238,7 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     return y
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S > 1: unit (chunk, c) sums ``dy`` and ``dy * (x - mean)`` over the chunk's planes ``[n, c]``."""
     batch, channels, spatial = x.shape
@@ -224,7 +256,7 @@ def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
         part_dy_xmu[chunk, c] = sum_dy_xmu
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows sums ``dy`` and ``dy * (x - mean)`` per channel."""
     rows, channels = x.shape
@@ -237,7 +269,7 @@ def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
                 sum_dy_xmu[c] += dy[n, c] * (x[n, c] - mean[c])
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -245,7 +277,7 @@ def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
         _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _reduce_rows_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
@@ -287,7 +319,7 @@ def batch_norm_backward_reduce(dy: np.ndarray, x: np.ndarray, mean: np.ndarray,
     return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
     """``dx = dy * dy_scale[c] + (x - mean[c]) * x_scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -302,7 +334,7 @@ def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
                     dx[n, c, k] = dy[n, c, k] * a + (x[n, c, k] - m) * b + d
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -353,10 +385,12 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
 
 
 def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
-    """``rstd = 1 / sqrt(var + eps)`` per channel, in ``var``'s dtype: the scale :func:`batch_norm_forward` takes."""
+    """``rstd = 1 / sqrt(var + eps)`` per channel, in ``var``'s dtype: the scale :func:`batch_norm_forward`
+    takes (in x's dtype). ``var = eps = 0`` gives inf, as IEEE arithmetic, without a warning."""
     if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
         raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
-    return 1 / np.sqrt(var + eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 / np.sqrt(var + check_eps(eps, var.dtype))
 
 
 def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray, mean: np.ndarray,
@@ -370,23 +404,28 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     """
     _check_running_shapes(running_mean, running_var, mean, var)
     check_count(count)
+    momentum = check_momentum(momentum, op="batch_norm_update_running")
     unbiased_var = var * (count / (count - 1))
-    for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
-        running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
+    with np.errstate(over="ignore"):  # a float64 variance beyond float32's range becomes inf, as in PyTorch
+        for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
+            running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 
 
 def _check_running_shapes(running_mean: object, running_var: object, mean: object, var: object) -> None:
-    """The shapes :func:`batch_norm_update_running` needs: all ``(C,)``."""
+    """The arrays :func:`batch_norm_update_running` needs: all ``(C,)``, the running ones floating-point
+    (an integer buffer would silently truncate the update)."""
     for name, array in (("running_mean", running_mean), ("running_var", running_var), ("mean", mean), ("var", var)):
         if not hasattr(array, "shape"):
             raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+    for name, array in (("running_mean", running_mean), ("running_var", running_var)):
+        if np.dtype(array.dtype).kind != "f":
+            raise TypeError(f"{name} must be a floating-point array, got dtype {array.dtype}")
     channels = tuple(running_mean.shape)
     if len(channels) != 1:
         raise ValueError(f"running_mean must be 1-D (C,), got shape {channels}")
     for name, array in (("running_var", running_var), ("mean", mean), ("var", var)):
         if tuple(array.shape) != channels:
-            raise ValueError(f"{name} must have the shape of running_mean, (C,); got {tuple(array.shape)} "
-                             f"and {channels}")
+            raise ValueError(f"{name} must have running_mean's shape {channels}, got {tuple(array.shape)}")
 
 
 def check_count(count: object) -> None:

@@ -2,28 +2,47 @@
 
 ``x`` is ``(N, C, S)`` with ``S`` the product of the spatial dims, so the ``C // G * S`` values of one
 (sample, group) are contiguous: the statistics are LayerNorm's row statistics over that block, and
-the affine parameters are per channel. InstanceNorm is GroupNorm with one channel per group.
+the affine parameters are per channel. InstanceNorm is GroupNorm with one channel per group. The
+same math in plain numpy: :func:`tinynorm.kernels.reference.group_norm_forward` and
+``group_norm_backward``.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH
+from ._config import JIT_OPTIONS
 from ._shared import (
-    check_eps,
     check_input,
     check_like,
+    check_eps,
     chunk_bounds,
     mean_var,
+    needs_rescaling,
     num_chunks,
     output,
     param_or_fill,
+    rescaled_mean_var,
+    rescaled_rstd,
     use_parallel,
 )
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
+def _forward_rescaled_group(x, n, g, per_group, block, weight, bias, eps, y):
+    """One (sample, group) whose variance is out of the dtype's range, from float64 statistics of the
+    scaled block (see :func:`rescaled_mean_var`). Returns its ``(mean, rstd)``."""
+    e, mean_s, var_s = rescaled_mean_var(block, True)
+    rstd_s = rescaled_rstd(e, var_s, eps)
+    for c in range(g * per_group, (g + 1) * per_group):
+        for k in range(x.shape[2]):
+            y[n, c, k] = (math.ldexp(float(x[n, c, k]), -e) - mean_s) * rstd_s * weight[c] + bias[c]
+    return math.ldexp(mean_s, e), math.ldexp(rstd_s, -e)
+
+
+@njit(**JIT_OPTIONS)
 def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop):
     """(sample, group) units [start, stop), unit = n * num_groups + g."""
     batch, channels, spatial = x.shape
@@ -32,6 +51,9 @@ def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop
     for unit in range(start, stop):
         n, g = unit // num_groups, unit % num_groups
         m, var = mean_var(blocks[unit])
+        if needs_rescaling(blocks[unit], var, eps):
+            mean[n, g], rstd[n, g] = _forward_rescaled_group(x, n, g, per_group, blocks[unit], weight, bias, eps, y)
+            continue
         s = x.dtype.type(1) / np.sqrt(var + eps)
         for c in range(g * per_group, (g + 1) * per_group):
             scale, shift = s * weight[c], bias[c]
@@ -41,7 +63,7 @@ def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop
         rstd[n, g] = s
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, chunks):
     units = x.shape[0] * num_groups
     for chunk in prange(chunks):
@@ -51,7 +73,8 @@ def _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, chunks):
 
 def _check_x_and_groups(x: object, num_groups: object) -> np.ndarray:
     x = check_input("x", x, 3, "(N, C, S)")
-    if not isinstance(num_groups, (int, np.integer)) or num_groups <= 0 or x.shape[1] % num_groups:
+    if (not isinstance(num_groups, (int, np.integer)) or isinstance(num_groups, bool) or num_groups <= 0
+            or x.shape[1] % num_groups):
         raise ValueError(f"num_groups must be a positive integer dividing C={x.shape[1]}, got {num_groups!r}")
     return x
 
@@ -77,10 +100,12 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
         _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, num_chunks(units))
     elif x.size:
         _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, 0, units)
+    else:  # groups without values have no statistics
+        mean[:], rstd[:] = np.nan, np.nan
     return y, mean, rstd
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, start, stop):
     """(sample, group) units [start, stop); each writes its channels' sums into row n of the parts."""
     _, channels, spatial = x.shape
@@ -110,7 +135,7 @@ def _backward_groups(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, d
                 dx[n, c, k] = s * (dy[n, c, k] * weight[c] - mean_g - xhat * mean_g_xhat)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _backward_parallel(dy, x, mean, rstd, num_groups, weight, dx, dweight_parts, dbias_parts, chunks):
     units = x.shape[0] * num_groups
     for chunk in prange(chunks):

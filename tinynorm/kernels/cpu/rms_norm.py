@@ -1,27 +1,44 @@
 """RMSNorm on the CPU: each row of a 2-D array is divided by its root mean square.
 
-Like LayerNorm without the mean: one statistics pass over the row instead of two, and no bias.
+Like LayerNorm without the mean: one statistics pass over the row instead of two, and no bias. The
+same math in plain numpy: :func:`tinynorm.kernels.reference.rms_norm_forward` and ``rms_norm_backward``.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH
+from ._config import JIT_OPTIONS
 from ._shared import (
     check_eps,
     check_input,
     check_like,
     chunk_bounds,
+    needs_rescaling,
     num_chunks,
     output,
     param_or_fill,
     partials,
+    rescaled_mean_var,
+    rescaled_rstd,
     use_parallel,
 )
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
+def _forward_rescaled_row(row, weight, eps, out):
+    """One row whose mean square is out of the dtype's range, from float64 statistics of the scaled
+    row (see :func:`rescaled_mean_var`). Returns the row's rstd."""
+    e, _, mean_square_s = rescaled_mean_var(row, False)
+    rstd_s = rescaled_rstd(e, mean_square_s, eps)
+    for j in range(row.size):
+        out[j] = math.ldexp(float(row[j]), -e) * rstd_s * weight[j]
+    return math.ldexp(rstd_s, -e)
+
+
+@njit(**JIT_OPTIONS)
 def _forward_rows(x, weight, eps, y, rstd, start, stop):
     """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one."""
     n = x.dtype.type(x.shape[1])
@@ -30,13 +47,16 @@ def _forward_rows(x, weight, eps, y, rstd, start, stop):
         sum_sq = x.dtype.type(0)
         for j in range(row.size):
             sum_sq += row[j] * row[j]
+        if needs_rescaling(row, sum_sq / n, eps):
+            rstd[r] = _forward_rescaled_row(row, weight, eps, out)
+            continue
         s = x.dtype.type(1) / np.sqrt(sum_sq / n + eps)
         for j in range(row.size):
             out[j] = row[j] * s * weight[j]
         rstd[r] = s
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _forward_parallel(x, weight, eps, y, rstd, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -60,10 +80,12 @@ def rms_norm_forward(x: np.ndarray, weight: np.ndarray | None, eps: float,
         _forward_parallel(x, weight, eps, y, rstd, num_chunks(rows))
     elif x.size:
         _forward_rows(x, weight, eps, y, rstd, 0, rows)
+    else:  # rows without columns have no statistics
+        rstd[:] = np.nan
     return y, rstd
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
     """Rows [start, stop); their dweight contributions are added to this chunk's partial row."""
     n = x.dtype.type(x.shape[1])
@@ -80,7 +102,7 @@ def _backward_rows(dy, x, rstd, weight, dx, dweight, start, stop):
             dweight[j] += grad[j] * xhat
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _backward_parallel(dy, x, rstd, weight, dx, dweight_parts):
     chunks = dweight_parts.shape[0]
     for chunk in prange(chunks):
