@@ -8,10 +8,10 @@ arrays of one dtype so each kernel compiles once per dtype. ``eps`` is checked b
 
 Statistics are computed in the data's dtype, which is fast and, thanks to the two-pass formulas,
 accurate when |mean| >> std; but float32 squares overflow above |x| ~ 1.8e19 and underflow below
-~1e-19. A row whose variance went out of range (:func:`needs_rescaling`, one test per row) is
-computed again by :func:`rescaled_mean_var`, in float64 on the row scaled by a power of two, so every
-finite input is normalized right. The plain numpy versions of every formula are in
-:mod:`tinynorm.kernels.reference`.
+~1e-19. The fast loops count the rows whose variance went out of range (:func:`out_of_range`, one
+comparison per row); when there are some, a second pass redoes them from :func:`rescaled_mean_var`,
+in float64 on the row scaled by a power of two, so every finite input is normalized right. The plain
+numpy versions of every formula are in :mod:`tinynorm.kernels.reference`.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from ..._checks import check_eps  # noqa: F401  (the kernels' eps check, shared with the CUDA wrappers)
-from ._config import JIT_OPTIONS, PARALLEL_THRESHOLD
+from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -141,25 +141,35 @@ def mean_var(v):
     return mean_var_from_total(v, total(v))
 
 
-@njit(**JIT_OPTIONS)
-def needs_rescaling(v, var, eps):
-    """Whether ``var``, the variance (or mean square) of the array ``v`` computed in its dtype, is out
-    of range: overflowed to inf, NaN, or so small that squares may have underflowed while ``eps`` is
-    too small to hide the loss (``eps`` ~ 0). A comparison or two per row on the fast path."""
-    info = np.finfo(v.dtype)
-    small = info.tiny / info.eps  # below it, squares lost to underflow can matter next to var
-    return not var < np.inf or (var < small and eps < small)
+def variance_floor(dtype: np.dtype, eps: float) -> np.floating:
+    """The smallest variance (or mean square) a kernel trusts in ``dtype``, as a scalar of it.
+
+    Below ``tiny / eps_dtype`` (~1e-31 in float32: values within ~1e-16 of their mean) squares may
+    have underflowed, which matters unless ``eps`` is larger and hides the variance anyway; then the
+    floor is 0.
+    """
+    info = np.finfo(dtype)
+    small = info.tiny / info.eps
+    return dtype.type(small if eps < small else 0)
 
 
 @njit(**JIT_OPTIONS)
-def rescaled_mean_var(v, center):
+def out_of_range(var, floor):
+    """Whether a variance computed in the data's dtype cannot be trusted: NaN, overflowed to inf (float32
+    squares of |x| above ~1.8e19), or below :func:`variance_floor`. The kernels count such rows in
+    their fast loop, and only when there are some run a second kernel that redoes them rescaled."""
+    return not floor <= var < np.inf
+
+
+@njit(**JIT_OPTIONS)
+def rescaled_mean_var(v):
     """Mean and biased variance of the 1-D array ``v``, in float64, of ``v * 2**-e``.
 
     ``2**e`` is just above ``max |v|``, so the scaled values lie in (-1, 1) and their squares neither
     overflow nor underflow (scaling by a power of two is exact). Returns ``(e, mean_s, var_s)``: the
-    statistics of ``v`` are ``mean_s * 2**e`` and ``var_s * 4**e``, and ``rstd = rstd_s * 2**-e`` with
-    ``rstd_s = 1 / sqrt(var_s + eps * 4**-e)``. ``center=False`` gives RMSNorm's mean square
-    (``mean_s = 0``). A row holding inf or NaN keeps ``e = 0`` and gives NaN statistics, as unscaled.
+    statistics of ``v`` are ``mean_s * 2**e`` and ``var_s * 4**e`` (RMSNorm's mean square is
+    ``(var_s + mean_s²) * 4**e``), and ``rstd = rstd_s * 2**-e`` with ``rstd_s`` from
+    :func:`rescaled_rstd`. A row holding inf or NaN keeps ``e = 0`` and gives NaN statistics.
     """
     largest = 0.0
     for i in range(v.size):
@@ -167,21 +177,20 @@ def rescaled_mean_var(v, center):
     e = math.frexp(largest)[1] if 0.0 < largest < np.inf else 0
     n = float(v.size)
     first_mean = 0.0
-    if center:
-        for i in range(v.size):
-            first_mean += math.ldexp(float(v[i]), -e)
-        first_mean /= n
+    for i in range(v.size):
+        first_mean += math.ldexp(float(v[i]), -e)
+    first_mean /= n
     sum_d = 0.0
     sum_d2 = 0.0
     for i in range(v.size):
         d = math.ldexp(float(v[i]), -e) - first_mean
         sum_d += d
         sum_d2 += d * d
-    mean_d = sum_d / n if center else 0.0
+    mean_d = sum_d / n
     return e, first_mean + mean_d, max(sum_d2 / n - mean_d * mean_d, 0.0)
 
 
-@njit(**JIT_OPTIONS)
+@njit(**IEEE_JIT_OPTIONS)
 def rescaled_rstd(e, var_s, eps):
     """``rstd_s = 1 / sqrt(var_s + eps * 4**-e)``, the scaled rstd of :func:`rescaled_mean_var`."""
     return 1.0 / math.sqrt(var_s + math.ldexp(float(eps), -2 * e))

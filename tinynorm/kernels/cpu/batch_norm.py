@@ -18,8 +18,6 @@ The same math in plain numpy, for reading: :mod:`tinynorm.kernels.reference` (``
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit, prange
 
@@ -31,13 +29,13 @@ from ._shared import (
     check_like,
     chunk_bounds,
     mean_var,
-    needs_rescaling,
     num_chunks,
+    out_of_range,
     output,
     param_or_fill,
     partials,
-    rescaled_mean_var,
     use_parallel,
+    variance_floor,
 )
 
 # Rows per tile in the S == 1 statistics: each tile's float32 sums are merged into the float64 totals.
@@ -54,18 +52,6 @@ def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
 
 
 @njit(**JIT_OPTIONS)
-def _plane_mean_var(v):
-    """Mean and biased variance (float64) of the values ``v``: two passes in their dtype, or, when the
-    variance is out of the dtype's range, :func:`rescaled_mean_var`. No eps is known here, so a
-    (near-)constant plane takes the float64 path too."""
-    m, var = mean_var(v)
-    if needs_rescaling(v, var, v.dtype.type(0)):
-        e, mean_s, var_s = rescaled_mean_var(v, True)
-        return math.ldexp(mean_s, e), math.ldexp(var_s, 2 * e)
-    return float(m), float(var)
-
-
-@njit(**JIT_OPTIONS)
 def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
     """S > 1: unit (chunk, c) merges the statistics of planes ``x[n, c]``, n in the chunk's samples."""
     batch, channels, spatial = x.shape
@@ -75,7 +61,7 @@ def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
         first, last = chunk_bounds(chunk, chunks, batch)
         mean, m2, count = 0.0, 0.0, 0.0
         for n in range(first, last):
-            plane_mean, plane_var = _plane_mean_var(x[n, c])
+            plane_mean, plane_var = mean_var(x[n, c])
             mean, m2 = _merge(mean, m2, count, plane_mean, plane_var * plane, plane)
             count += plane
         part_mean[chunk, c] = mean
@@ -89,7 +75,7 @@ def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
     One pass per tile: sums of ``d = x - pivot`` and ``d²``, the pivot being the tile's first row.
     The pivot is one of the tile's own values, so ``sum(d²) - sum(d)²/n`` cancels little even when
     |mean| >> std (more accurate than a float32 two-pass mean there), and each value is read once
-    instead of twice. A channel whose tile sums went out of range is summed again in float64.
+    instead of twice.
     """
     rows, channels = x.shape
     tile_sum = np.empty(channels, x.dtype)
@@ -113,12 +99,7 @@ def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
             for c in range(channels):
                 shift = tile_sum[c] / tile_count
                 tile_m2 = max(tile_sum_sq[c] - shift * tile_sum[c], x.dtype.type(0))
-                if needs_rescaling(pivot, tile_m2 / tile_count, x.dtype.type(0)):
-                    tile_mean, tile_var = _plane_mean_var(np.ascontiguousarray(x[tile_start:tile_stop, c]))
-                    tile_m2 = tile_var * tile_count
-                else:
-                    tile_mean = float(pivot[c]) + shift
-                mean[c], m2[c] = _merge(mean[c], m2[c], count, tile_mean, tile_m2, tile_count)
+                mean[c], m2[c] = _merge(mean[c], m2[c], count, float(pivot[c]) + shift, tile_m2, tile_count)
 
 
 @njit(parallel=True, **JIT_OPTIONS)
@@ -137,8 +118,11 @@ def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
 
 
 @njit(**JIT_OPTIONS)
-def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
-    """Merge the chunks' partial statistics in chunk order into each channel's mean and variance."""
+def _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
+    """Merge the chunks' partial statistics in chunk order into each channel's mean and variance.
+    Returns how many channels have a non-finite mean or a variance out of range (below ``floor``,
+    or inf or NaN from float32 squares that overflowed): :func:`_exact_channel_stats` redoes them."""
+    out_of_range_channels = 0
     chunks = part_mean.shape[0]
     for c in range(mean.size):
         total_mean, total_m2, count = 0.0, 0.0, 0.0
@@ -150,6 +134,8 @@ def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
             count += chunk_count
         mean[c] = total_mean
         var[c] = max(total_m2 / count, 0.0)
+        out_of_range_channels += not np.isfinite(total_mean) or out_of_range(var[c], floor)
+    return out_of_range_channels
 
 
 def _check_x(x: object) -> np.ndarray:
@@ -163,8 +149,8 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean or a pivot value, never from 0), merged with Chan's formula, so a large offset (|mean| >> std)
     loses no accuracy. Returns ``(mean, var)``, each ``(C,)``: ``mean`` in x's dtype, ``var`` in
     float64, the dtype of the merges, so that the variance of float32 data stays finite where it
-    exceeds float32's range (std above ~1.8e19). A channel holding inf or NaN gets its plain mean
-    (±inf or NaN) and a NaN variance, as in PyTorch.
+    exceeds float32's range (std above ~1.8e19). Channels whose statistics left the dtype's range
+    are computed again by :func:`_exact_channel_stats`.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
@@ -185,12 +171,28 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
     mean, var = np.empty(channels, x.dtype), np.empty(channels)
-    _combine_chunks(part_mean, part_m2, batch, spatial, mean, var)
-    not_finite = ~np.isfinite(mean)
-    if not_finite.any():  # Chan's merges turn inf into NaN; the plain sum keeps it (inf - inf is NaN)
-        with np.errstate(invalid="ignore"):
-            mean[not_finite] = x[:, not_finite].sum(axis=(0, 2), dtype=np.float64) / (batch * spatial)
-        var[not_finite] = np.nan
+    floor = float(variance_floor(x.dtype, 0.0))  # compared with the float64 variances
+    if _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
+        redo = ~((var >= floor) & (var < np.inf) & np.isfinite(mean))
+        mean[redo], var[redo] = _exact_channel_stats(x[:, redo])
+    return mean, var
+
+
+def _exact_channel_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance (float64) of each channel of ``x`` (N, C, S), right for any finite data.
+
+    Each channel is scaled by a power of two just above its largest magnitude, so that no square
+    overflows or underflows (the scaling is exact). A channel holding inf or NaN gets its plain mean
+    (±inf, or NaN for inf - inf) and a NaN variance, as in PyTorch, whose running_mean then becomes inf.
+    """
+    values = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1).astype(np.float64)
+    largest = np.abs(values).max(axis=1, initial=0.0)
+    finite = np.isfinite(largest)
+    exponent = np.where(finite & (largest > 0), np.frexp(largest)[1], 0)
+    scaled = np.ldexp(values, -exponent[:, None])
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = np.where(finite, np.ldexp(scaled.mean(axis=1), exponent), values.sum(axis=1) / values.shape[1])
+        var = np.where(finite, np.ldexp(scaled.var(axis=1), 2 * exponent), np.nan)
     return mean, var
 
 

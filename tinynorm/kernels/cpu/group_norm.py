@@ -13,47 +13,36 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._config import JIT_OPTIONS
+from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS
 from ._shared import (
     check_input,
     check_like,
     check_eps,
     chunk_bounds,
     mean_var,
-    needs_rescaling,
     num_chunks,
+    out_of_range,
     output,
     param_or_fill,
     rescaled_mean_var,
     rescaled_rstd,
     use_parallel,
+    variance_floor,
 )
 
 
-@njit(**JIT_OPTIONS)
-def _forward_rescaled_group(x, n, g, per_group, block, weight, bias, eps, y):
-    """One (sample, group) whose variance is out of the dtype's range, from float64 statistics of the
-    scaled block (see :func:`rescaled_mean_var`). Returns its ``(mean, rstd)``."""
-    e, mean_s, var_s = rescaled_mean_var(block, True)
-    rstd_s = rescaled_rstd(e, var_s, eps)
-    for c in range(g * per_group, (g + 1) * per_group):
-        for k in range(x.shape[2]):
-            y[n, c, k] = (math.ldexp(float(x[n, c, k]), -e) - mean_s) * rstd_s * weight[c] + bias[c]
-    return math.ldexp(mean_s, e), math.ldexp(rstd_s, -e)
-
-
-@njit(**JIT_OPTIONS)
-def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop):
-    """(sample, group) units [start, stop), unit = n * num_groups + g."""
+@njit(**IEEE_JIT_OPTIONS)
+def _forward_groups(x, num_groups, weight, bias, eps, floor, y, mean, rstd, start, stop):
+    """(sample, group) units [start, stop), unit = n * num_groups + g. Returns how many had a variance
+    out of the dtype's range (:func:`_forward_rescaled` redoes them)."""
     batch, channels, spatial = x.shape
     per_group = channels // num_groups
     blocks = x.reshape((batch * num_groups, per_group * spatial))
+    out_of_range_units = 0
     for unit in range(start, stop):
         n, g = unit // num_groups, unit % num_groups
         m, var = mean_var(blocks[unit])
-        if needs_rescaling(blocks[unit], var, eps):
-            mean[n, g], rstd[n, g] = _forward_rescaled_group(x, n, g, per_group, blocks[unit], weight, bias, eps, y)
-            continue
+        out_of_range_units += out_of_range(var, floor)
         s = x.dtype.type(1) / np.sqrt(var + eps)
         for c in range(g * per_group, (g + 1) * per_group):
             scale, shift = s * weight[c], bias[c]
@@ -61,14 +50,37 @@ def _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop
                 y[n, c, k] = (x[n, c, k] - m) * scale + shift
         mean[n, g] = m
         rstd[n, g] = s
+    return out_of_range_units
 
 
 @njit(parallel=True, **JIT_OPTIONS)
-def _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, chunks):
+def _forward_parallel(x, num_groups, weight, bias, eps, floor, y, mean, rstd, chunks):
     units = x.shape[0] * num_groups
+    out_of_range_units = 0
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, units)
-        _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, start, stop)
+        out_of_range_units += _forward_groups(x, num_groups, weight, bias, eps, floor, y, mean, rstd, start, stop)
+    return out_of_range_units
+
+
+@njit(**IEEE_JIT_OPTIONS)
+def _forward_rescaled(x, num_groups, weight, bias, eps, floor, y, mean, rstd):
+    """Redo each (sample, group) whose variance is out of the dtype's range from float64 statistics
+    of the block scaled by a power of two (:func:`rescaled_mean_var`): right for every finite input."""
+    batch, channels, spatial = x.shape
+    per_group = channels // num_groups
+    blocks = x.reshape((batch * num_groups, per_group * spatial))
+    for unit in range(blocks.shape[0]):
+        if not out_of_range(mean_var(blocks[unit])[1], floor):
+            continue
+        n, g = unit // num_groups, unit % num_groups
+        e, mean_s, var_s = rescaled_mean_var(blocks[unit])
+        rstd_s = rescaled_rstd(e, var_s, eps)
+        for c in range(g * per_group, (g + 1) * per_group):
+            for k in range(spatial):
+                y[n, c, k] = (math.ldexp(float(x[n, c, k]), -e) - mean_s) * rstd_s * weight[c] + bias[c]
+        mean[n, g] = math.ldexp(mean_s, e)
+        rstd[n, g] = math.ldexp(rstd_s, -e)
 
 
 def _check_x_and_groups(x: object, num_groups: object) -> np.ndarray:
@@ -92,16 +104,21 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
     weight = param_or_fill("weight", weight, channels, x.dtype, 1.0)
     bias = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     eps = check_eps(eps, x.dtype)
+    floor = variance_floor(x.dtype, eps)
     y = output(out, x.shape, x.dtype)
     mean = np.empty((batch, num_groups), x.dtype)
     rstd = np.empty((batch, num_groups), x.dtype)
     units = batch * num_groups
-    if use_parallel(x.size):
-        _forward_parallel(x, num_groups, weight, bias, eps, y, mean, rstd, num_chunks(units))
-    elif x.size:
-        _forward_groups(x, num_groups, weight, bias, eps, y, mean, rstd, 0, units)
-    else:  # groups without values have no statistics
+    if x.size == 0:  # groups without values have no statistics
         mean[:], rstd[:] = np.nan, np.nan
+        return y, mean, rstd
+    if use_parallel(x.size):
+        out_of_range_units = _forward_parallel(x, num_groups, weight, bias, eps, floor, y, mean, rstd,
+                                               num_chunks(units))
+    else:
+        out_of_range_units = _forward_groups(x, num_groups, weight, bias, eps, floor, y, mean, rstd, 0, units)
+    if out_of_range_units:
+        _forward_rescaled(x, num_groups, weight, bias, eps, floor, y, mean, rstd)
     return y, mean, rstd
 
 

@@ -12,15 +12,16 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._config import JIT_OPTIONS
+from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS
 from ._shared import (
     check_eps,
     check_input,
     check_like,
     chunk_bounds,
+    mean_var,
     mean_var_from_total,
-    needs_rescaling,
     num_chunks,
+    out_of_range,
     output,
     param_or_fill,
     partials,
@@ -28,51 +29,59 @@ from ._shared import (
     rescaled_rstd,
     total,
     use_parallel,
+    variance_floor,
 )
 
 
-@njit(**JIT_OPTIONS)
-def _forward_rescaled_row(row, weight, bias, eps, out):
-    """One row whose variance is out of the dtype's range, from float64 statistics of the scaled row
-    (see :func:`rescaled_mean_var`). Returns the row's ``(mean, rstd)``."""
-    e, mean_s, var_s = rescaled_mean_var(row, True)
-    rstd_s = rescaled_rstd(e, var_s, eps)
-    for j in range(row.size):
-        out[j] = (math.ldexp(float(row[j]), -e) - mean_s) * rstd_s * weight[j] + bias[j]
-    return math.ldexp(mean_s, e), math.ldexp(rstd_s, -e)
-
-
-@njit(**JIT_OPTIONS)
-def _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
+@njit(**IEEE_JIT_OPTIONS)
+def _forward_rows(x, weight, bias, eps, floor, y, mean, rstd, start, stop):
     """Rows [start, stop): the whole serial kernel, or one thread's share of the parallel one.
+    Returns how many rows had a variance out of the dtype's range (:func:`_forward_rescaled` redoes them).
 
     Software-pipelined: the loop that writes row ``r`` also sums row ``r + 1``, so reading the next
     row from memory overlaps writing this one, and each row comes from memory once. RMSNorm's
     single statistics loop gained less from it.
     """
+    out_of_range_rows = 0
     row_total = total(x[start])
     for r in range(start, stop):
         row, out = x[r], y[r]
         m, var = mean_var_from_total(row, row_total)
-        following = x[min(r + 1, stop - 1)]  # the last row sums itself again; that sum is unused
-        if needs_rescaling(row, var, eps):
-            mean[r], rstd[r] = _forward_rescaled_row(row, weight, bias, eps, out)
-            row_total = total(following)
-            continue
+        out_of_range_rows += out_of_range(var, floor)
         s = x.dtype.type(1) / np.sqrt(var + eps)
+        following = x[min(r + 1, stop - 1)]  # the last row sums itself again; that sum is unused
         row_total = x.dtype.type(0)
         for j in range(row.size):
             out[j] = (row[j] - m) * s * weight[j] + bias[j]
             row_total += following[j]
         mean[r] = m
         rstd[r] = s
+    return out_of_range_rows
 
 
 @njit(parallel=True, **JIT_OPTIONS)
-def _forward_parallel(x, weight, bias, eps, y, mean, rstd, chunks):
+def _forward_parallel(x, weight, bias, eps, floor, y, mean, rstd, chunks):
+    out_of_range_rows = 0
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
-        _forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop)
+        out_of_range_rows += _forward_rows(x, weight, bias, eps, floor, y, mean, rstd, start, stop)
+    return out_of_range_rows
+
+
+@njit(**IEEE_JIT_OPTIONS)
+def _forward_rescaled(x, weight, bias, eps, floor, y, mean, rstd):
+    """Redo each row whose variance is out of the dtype's range from float64 statistics of the row
+    scaled by a power of two (:func:`rescaled_mean_var`): right for every finite input."""
+    for r in range(x.shape[0]):
+        row, out = x[r], y[r]
+        if not out_of_range(mean_var(row)[1], floor):
+            continue
+        e, mean_s, var_s = rescaled_mean_var(row)
+        rstd_s = rescaled_rstd(e, var_s, eps)
+        for j in range(row.size):
+            out[j] = (math.ldexp(float(row[j]), -e) - mean_s) * rstd_s * weight[j] + bias[j]
+        mean[r] = math.ldexp(mean_s, e)
+        rstd[r] = math.ldexp(rstd_s, -e)
 
 
 def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
@@ -88,15 +97,19 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
     weight = param_or_fill("weight", weight, cols, x.dtype, 1.0)
     bias = param_or_fill("bias", bias, cols, x.dtype, 0.0)
     eps = check_eps(eps, x.dtype)
+    floor = variance_floor(x.dtype, eps)
     y = output(out, x.shape, x.dtype)
     mean = np.empty(rows, x.dtype)
     rstd = np.empty(rows, x.dtype)
-    if use_parallel(x.size):
-        _forward_parallel(x, weight, bias, eps, y, mean, rstd, num_chunks(rows))
-    elif x.size:
-        _forward_rows(x, weight, bias, eps, y, mean, rstd, 0, rows)
-    else:  # rows without columns have no statistics
+    if x.size == 0:  # rows without columns have no statistics
         mean[:], rstd[:] = np.nan, np.nan
+        return y, mean, rstd
+    if use_parallel(x.size):
+        out_of_range_rows = _forward_parallel(x, weight, bias, eps, floor, y, mean, rstd, num_chunks(rows))
+    else:
+        out_of_range_rows = _forward_rows(x, weight, bias, eps, floor, y, mean, rstd, 0, rows)
+    if out_of_range_rows:
+        _forward_rescaled(x, weight, bias, eps, floor, y, mean, rstd)
     return y, mean, rstd
 
 
