@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import math
 from numbers import Real
 from typing import Any, Callable
 
@@ -66,7 +65,7 @@ def check_number(op: str | None, name: str, value: object) -> float:
 
 
 def check_eps(eps: object, dtype: Any = None, *, op: str | None = None, allow_none: bool = False) -> Any:
-    """``eps`` after checking it is a finite number >= 0: a float, or a scalar of ``dtype`` when given
+    """``eps`` after checking it is a number >= 0 (not NaN): a float, or a scalar of ``dtype`` when given
     (None passes where it means a default, as RMSNorm's machine epsilon).
 
     The one rule for the ``eps`` of every normalization, module, functional and kernel. A kernel asks
@@ -75,8 +74,8 @@ def check_eps(eps: object, dtype: Any = None, *, op: str | None = None, allow_no
     if eps is None and allow_none:
         return None
     value = check_number(op, "eps", eps)
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{_prefix(op)}eps must be a finite number >= 0 (it is added to the variance), got {eps!r}")
+    if not value >= 0:
+        raise ValueError(f"{_prefix(op)}eps must be a non-negative float, got {eps!r} (it is added to the variance)")
     return value if dtype is None else np.dtype(dtype).type(value)
 
 

@@ -120,6 +120,21 @@ def test_bad_arguments_raise_clear_errors(call, message):
         call(x, target)
 
 
+@pytest.mark.parametrize("bad", [-3, -1, 9])
+def test_targets_out_of_range_raise_index_error_not_wrap(bad):
+    """Called directly, the kernels refuse a class index outside [0, C) (numpy would wrap -3 to the
+    third class from the end), both ways; ignore_index itself is fine, even when negative."""
+    x, target, _ = case(np.float32)
+    _, lse = cross_entropy_forward(x, target, IGNORE)
+    target[2] = bad
+    with pytest.raises(IndexError, match=rf"target {bad} is out of bounds: class indices must be in \[0, 9\)"):
+        cross_entropy_forward(x, target, IGNORE)
+    with pytest.raises(IndexError, match=rf"target {bad} is out of bounds"):
+        cross_entropy_backward(np.ones(6, np.float32), x, lse, target, IGNORE)
+    target[1] = 0  # case() made it IGNORE
+    assert cross_entropy_forward(x, target, ignore_index=bad)[0][2] == 0
+
+
 @pytest.mark.parametrize("ignore_index", [None, -100, 2])
 def test_count_indices_matches_a_loop(ignore_index):
     indices = np.array([[0, 3, -1, 2], [-100, 7, 2, 4]])
