@@ -141,6 +141,12 @@ def mean_var(v):
     return mean_var_from_total(v, total(v))
 
 
+def ieee_quietly() -> np.errstate:
+    """numpy arithmetic on statistics without warnings: inf and NaN results are the IEEE answers the
+    kernels give too (and PyTorch gives silently)."""
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
 def variance_floor(dtype: np.dtype, eps: float) -> np.floating:
     """The smallest variance (or mean square) a kernel trusts in ``dtype``, as a scalar of it.
 

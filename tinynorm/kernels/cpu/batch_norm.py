@@ -28,6 +28,7 @@ from ._shared import (
     check_input,
     check_like,
     chunk_bounds,
+    ieee_quietly,
     mean_var,
     num_chunks,
     out_of_range,
@@ -190,7 +191,7 @@ def _exact_channel_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     finite = np.isfinite(largest)
     exponent = np.where(finite & (largest > 0), np.frexp(largest)[1], 0)
     scaled = np.ldexp(values, -exponent[:, None])
-    with np.errstate(invalid="ignore", over="ignore"):
+    with ieee_quietly():
         mean = np.where(finite, np.ldexp(scaled.mean(axis=1), exponent), values.sum(axis=1) / values.shape[1])
         var = np.where(finite, np.ldexp(scaled.var(axis=1), 2 * exponent), np.nan)
     return mean, var
@@ -230,7 +231,8 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     channels = x.shape[1]
     mean = check_like("mean", mean, (channels,), x.dtype)
     rstd = check_like("rstd", rstd, (channels,), x.dtype)
-    scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    with ieee_quietly():  # an infinite rstd (eps = 0, constant channel) gives NaN, as IEEE arithmetic
+        scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
     shift = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     y = output(out, x.shape, x.dtype)
     if use_parallel(x.size):
@@ -318,7 +320,8 @@ def batch_norm_backward_reduce(dy: np.ndarray, x: np.ndarray, mean: np.ndarray,
         _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, num_chunks(chunks * channels))
     else:
         _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, 0, channels)
-    return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
+    with ieee_quietly():
+        return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
 
 
 @njit(**JIT_OPTIONS)
@@ -355,10 +358,11 @@ def batch_norm_backward_elemt(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, r
     channels = x.shape[1]
     mean_dy = check_like("mean_dy", mean_dy, (channels,), x.dtype)
     mean_dy_xhat = check_like("mean_dy_xhat", mean_dy_xhat, (channels,), x.dtype)
-    dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
-    # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
-    x_scale = -rstd * mean_dy_xhat * dy_scale
-    shift = -mean_dy * dy_scale
+    with ieee_quietly():
+        dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+        # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
+        x_scale = -rstd * mean_dy_xhat * dy_scale
+        shift = -mean_dy * dy_scale
     dx = np.empty_like(x)
     if use_parallel(x.size):
         _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, num_chunks(x.shape[0]))
@@ -391,7 +395,7 @@ def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
     takes (in x's dtype). ``var = eps = 0`` gives inf, as IEEE arithmetic, without a warning."""
     if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
         raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with ieee_quietly():
         return 1 / np.sqrt(var + check_eps(eps, var.dtype))
 
 
@@ -408,7 +412,7 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     check_count(count)
     momentum = check_momentum(momentum, op="batch_norm_update_running")
     unbiased_var = var * (count / (count - 1))
-    with np.errstate(over="ignore"):  # a float64 variance beyond float32's range becomes inf, as in PyTorch
+    with ieee_quietly():  # a float64 variance beyond float32's range becomes inf, as in PyTorch
         for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
             running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 

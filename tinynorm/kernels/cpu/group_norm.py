@@ -75,6 +75,8 @@ def _forward_rescaled(x, num_groups, weight, bias, eps, floor, y, mean, rstd):
             continue
         n, g = unit // num_groups, unit % num_groups
         e, mean_s, var_s = rescaled_mean_var(blocks[unit])
+        if not np.isfinite(var_s):  # inf or NaN in the block: the IEEE result stands, as in PyTorch
+            continue
         rstd_s = rescaled_rstd(e, var_s, eps)
         for c in range(g * per_group, (g + 1) * per_group):
             for k in range(spatial):

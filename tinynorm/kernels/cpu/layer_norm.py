@@ -77,6 +77,8 @@ def _forward_rescaled(x, weight, bias, eps, floor, y, mean, rstd):
         if not out_of_range(mean_var(row)[1], floor):
             continue
         e, mean_s, var_s = rescaled_mean_var(row)
+        if not np.isfinite(var_s):  # inf or NaN in the row: the IEEE result stands, as in PyTorch
+            continue
         rstd_s = rescaled_rstd(e, var_s, eps)
         for j in range(row.size):
             out[j] = (math.ldexp(float(row[j]), -e) - mean_s) * rstd_s * weight[j] + bias[j]

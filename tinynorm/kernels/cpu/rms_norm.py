@@ -69,6 +69,8 @@ def _forward_rescaled(x, weight, eps, floor, y, rstd):
         if not out_of_range(sum_sq / n, floor):
             continue
         e, mean_s, var_s = rescaled_mean_var(row)
+        if not np.isfinite(var_s):  # inf or NaN in the row: the IEEE result stands, as in PyTorch
+            continue
         rstd_s = rescaled_rstd(e, var_s + mean_s * mean_s, eps)  # the mean square, without cancellation
         for j in range(row.size):
             out[j] = math.ldexp(float(row[j]), -e) * rstd_s * weight[j]
