@@ -3,14 +3,14 @@
 Each layer's forward and backward (with a random upstream gradient and random affine parameters, so
 that a wrong weight or bias gradient cannot hide) is compared with :mod:`tinynorm.kernels.reference`
 (the formulas in plain numpy, themselves checked against finite differences in
-``tests/kernels/test_norm_kernels.py``), and with ``torch.nn`` where it is installed. Then: gradcheck, running statistics,
-state dicts, numerics, dtypes, error messages, reset and repr. The kernels themselves are tested in
+``tests/kernels/test_norm_kernels.py``) and with ``torch.nn`` where it is installed. Then: gradcheck,
+running statistics, state dicts, numerics, dtypes, reset and repr. Bad input and its error messages
+are swept in ``tests/robustness/test_norm_robustness.py``; the kernels are tested in
 ``tests/kernels/test_norm_kernels.py``; BatchNorm's freeze/recompute utilities in
 ``tests/test_batch_norm_utils.py``.
 """
 import math
 import re
-import warnings
 import zlib
 
 import numpy as np
@@ -501,63 +501,6 @@ def test_input_dtype_must_match_the_layer(case):
     with pytest.raises(TypeError, match=message):
         layer(x)
     assert factory(np.float64)(x).dtype == np.float64
-
-
-# -------------------------------------------------------------------------------------- errors
-def test_batch_norm_needs_more_than_one_value_per_channel_when_training():
-    for layer, shape in ((nn.BatchNorm1d(3), (1, 3)), (nn.BatchNorm2d(3), (1, 3, 1, 1)),
-                         (nn.BatchNorm1d(3, track_running_stats=False), (1, 3, 1))):
-        message = (r"batch_norm: Expected more than 1 value per channel when training, "
-                   rf"got input size \({', '.join(map(str, shape))}\)")
-        with pytest.raises(ValueError, match=message):
-            layer(tinynorm.ones(*shape))
-        if layer.track_running_stats:
-            assert layer.num_batches_tracked.item() == 0, "a rejected batch must not be counted"
-            assert layer.eval()(tinynorm.ones(*shape)).shape == shape  # running statistics: fine
-
-
-@pytest.mark.parametrize("layer, shape, expected", [
-    (nn.BatchNorm1d(3), (2, 3, 4, 5),
-     r"expected 2D or 3D input \(N, C\) or \(N, C, L\), got 4D input of shape \(2, 3, 4, 5\)"),
-    (nn.BatchNorm1d(3), (3,), r"expected 2D or 3D input .*, got 1D input of shape \(3,\)"),
-    (nn.BatchNorm2d(3), (2, 3, 4), r"expected 4D input \(N, C, H, W\), got 3D input of shape \(2, 3, 4\)"),
-    (nn.BatchNorm3d(3), (2, 3, 4, 4), r"expected 5D input \(N, C, D, H, W\), got 4D input of shape \(2, 3, 4, 4\)"),
-    (nn.InstanceNorm1d(3), (2, 3, 4, 5),
-     r"expected 3D input \(N, C, \*spatial\) or 2D unbatched input, got shape \(2, 3, 4, 5\)"),
-    (nn.InstanceNorm2d(3), (3, 4), r"expected 4D input .* or 3D unbatched input, got shape \(3, 4\)"),
-], ids=lambda v: str(v) if isinstance(v, tuple) else None)
-def test_wrong_number_of_dims(layer, shape, expected):
-    """The layers' own rank checks (GroupNorm takes any (N, C, *), as group_norm checks)."""
-    with pytest.raises(ValueError, match=rf"{type(layer).__name__}: {expected}"):
-        layer(tinynorm.ones(*shape))
-
-
-@pytest.mark.parametrize("layer, shape", [
-    (nn.BatchNorm1d(3), (2, 4)), (nn.BatchNorm2d(3, affine=False), (2, 2, 3, 3)),
-    (nn.InstanceNorm1d(3), (2, 4, 5)), (nn.InstanceNorm1d(3), (4, 5)),
-    (nn.InstanceNorm2d(3, affine=True), (1, 2, 3, 3)),
-    (nn.GroupNorm(1, 3), (2, 4, 5)),
-], ids=lambda v: str(v) if isinstance(v, tuple) else None)
-def test_channel_mismatch_is_an_error_not_a_warning(layer, shape):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(ValueError, match=rf"{type(layer).__name__}: expected .*3.*got .*{re.escape(str(shape))}"):
-            layer(tinynorm.ones(*shape))
-
-
-def test_group_norm_channels_must_divide_into_groups():
-    with pytest.raises(ValueError, match=r"GroupNorm: num_channels=6 must be divisible by num_groups=4"):
-        nn.GroupNorm(4, 6)
-
-
-@pytest.mark.parametrize("layer, shape, normalized", [
-    (nn.LayerNorm(4), (2, 5), (4,)), (nn.LayerNorm((3, 4)), (2, 4, 3), (3, 4)), (nn.LayerNorm((3, 4)), (4,), (3, 4)),
-    (nn.RMSNorm(4), (2, 3), (4,)), (nn.RMSNorm((2, 4), eps=1e-6), (8,), (2, 4)),
-], ids=lambda v: str(v) if isinstance(v, tuple) else None)
-def test_trailing_shape_must_match_normalized_shape(layer, shape, normalized):
-    with pytest.raises(ValueError, match=rf"{FUNCTION_OF[type(layer)]}: expected input with trailing dims "
-                                         rf"{re.escape(str(normalized))}.*got shape {re.escape(str(shape))}"):
-        layer(tinynorm.ones(*shape))
 
 
 # ------------------------------------------------------------------------------- reset and repr

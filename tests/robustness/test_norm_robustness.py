@@ -12,6 +12,7 @@ the argument and what was received, never a ``ZeroDivisionError``, ``AttributeEr
 values where PyTorch gives zeros or NaN, the float64 reference's (docs/normalization.md, section 6).
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -27,9 +28,10 @@ CLEAR_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)
 
 
 def raises_clearly(call, *fragments, error=CLEAR_ERRORS):
-    """``call()`` raises one of ``error`` (a clear class, not one leaking from inside) whose message
-    holds every fragment; returns the exception."""
-    with pytest.raises(Exception) as info:
+    """``call()`` raises one of ``error`` (a clear class, not one leaking from inside), before any
+    warning, with a message holding every fragment; returns the exception."""
+    with warnings.catch_warnings(), pytest.raises(Exception) as info:
+        warnings.simplefilter("error")
         call()
     raised = info.value
     assert isinstance(raised, error) and not isinstance(raised, RecursionError), repr(raised)
@@ -436,8 +438,11 @@ def test_one_value_per_group_or_instance_is_refused():
     raises_clearly(lambda: nn.GroupNorm(4, 4)(tinynorm.ones(2, 4, 1)), "more than 1 value per group", error=ValueError)
     raises_clearly(lambda: nn.InstanceNorm1d(3)(tinynorm.ones(2, 3, 1)), "more than 1 spatial element",
                    "(2, 3, 1)", error=ValueError)
-    raises_clearly(lambda: nn.BatchNorm2d(3)(tinynorm.ones(1, 3, 1, 1)), "more than 1 value per channel",
-                   error=ValueError)
+    layer = nn.BatchNorm2d(3)
+    raises_clearly(lambda: layer(tinynorm.ones(1, 3, 1, 1)), "batch_norm: Expected more than 1 value per channel",
+                   "(1, 3, 1, 1)", error=ValueError)
+    assert layer.num_batches_tracked.item() == 0, "a refused batch is not counted"
+    assert layer.eval()(tinynorm.ones(1, 3, 1, 1)).shape == (1, 3, 1, 1)  # running statistics: fine
 
 
 @pytest.mark.parametrize("constructor", [

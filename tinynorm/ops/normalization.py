@@ -315,9 +315,8 @@ def check_param(op: str, name: str, param: object, shape: tuple[int, ...], x: Te
         raise ValueError(f"{op}: expected {name} of shape {tuple(shape)} ({what}) for input of shape "
                          f"{tuple(x.shape)}, got {tuple(param.shape)}")
     if param.dtype != x.dtype and param.dtype != stat_dtype(x.dtype):
-        raise TypeError(f"{op}: {name} has dtype {param.dtype} but input has dtype {x.dtype} (parameters and "
-                        f"statistics take the input's dtype, or float32 for float16 input); convert one of them, "
-                        f"e.g. layer.to({x.dtype})")
+        raise TypeError(f"{op}: {name} has dtype {param.dtype} but input has dtype {x.dtype} (only float16 input "
+                        f"may meet a float32 layer); convert one of them, e.g. layer.to({x.dtype})")
     return check_same_device(op, name, param, x.device)
 
 

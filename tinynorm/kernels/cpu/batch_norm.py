@@ -152,6 +152,8 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     float64, the dtype of the merges, so that the variance of float32 data stays finite where it
     exceeds float32's range (std above ~1.8e19). Channels whose statistics left the dtype's range
     are computed again by :func:`_exact_channel_stats`.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_stats`.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
@@ -226,6 +228,8 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     Training passes the batch statistics (``rstd = 1 / sqrt(var + eps)``), evaluation the running
     ones. ``mean``, ``rstd``, ``weight``, ``bias`` are ``(C,)``; weight/bias may be None (1 and 0).
     Returns ``y``, written into ``out`` when given.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_forward`.
     """
     x = _check_x(x)
     channels = x.shape[1]
@@ -379,6 +383,8 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
     ``dx = rstd * weight * (dy - mean(dy) - xhat * mean(dy * xhat))``, means per channel over (N, S).
     ``training=False`` (running statistics, constants): ``dx = dy * weight * rstd``.
     Both: ``dweight = sum(dy * xhat)``, ``dbias = sum(dy)``. Returns ``(dx, dweight, dbias)``.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_backward`.
     """
     sum_dy, sum_dy_xhat = batch_norm_backward_reduce(dy, x, mean, rstd)
     if training:
@@ -407,6 +413,8 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     ``mean`` and ``var`` are a batch's statistics over ``count`` values per channel (the biased
     variance, :func:`batch_norm_stats`); the running variance tracks the unbiased one,
     ``var * count / (count - 1)``.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_update_running`.
     """
     _check_running_shapes(running_mean, running_var, mean, var)
     check_count(count)

@@ -100,6 +100,8 @@ def group_norm_forward(x: np.ndarray, num_groups: int, weight: np.ndarray | None
     Channel ``c`` belongs to group ``g = c // (C // num_groups)``; ``mean``/``rstd`` (biased variance,
     ``rstd = 1 / sqrt(var + eps)``) are ``(N, num_groups)``. ``weight``/``bias`` are ``(C,)`` or None.
     Returns ``(y, mean, rstd)``; ``y`` is written into ``out`` when given.
+
+    Reference: :func:`tinynorm.kernels.reference.group_norm_forward`.
     """
     x = _check_x_and_groups(x, num_groups)
     batch, channels, _ = x.shape
@@ -169,6 +171,8 @@ def group_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
     With ``xhat = (x - mean) * rstd`` and ``g = dy * weight[c]``, per (sample, group):
     ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))``; per channel:
     ``dweight = sum_{n,s}(dy * xhat)``, ``dbias = sum_{n,s}(dy)``. Returns ``(dx, dweight, dbias)``.
+
+    Reference: :func:`tinynorm.kernels.reference.group_norm_backward`.
     """
     x = _check_x_and_groups(x, num_groups)
     batch, channels, _ = x.shape

@@ -93,6 +93,8 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
     ``mean`` and ``rstd = 1 / sqrt(var + eps)`` (biased variance) are per row, returned for the
     backward pass. ``weight``/``bias`` are ``(cols,)`` or None (meaning 1 and 0). Returns
     ``(y, mean, rstd)``; ``y`` is written into ``out`` when given.
+
+    Reference: :func:`tinynorm.kernels.reference.layer_norm_forward`.
     """
     x = check_input("x", x, 2, "(rows, cols)")
     rows, cols = x.shape
@@ -152,6 +154,8 @@ def layer_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
     ``dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`` (means over each row),
     ``dweight = sum_rows(dy * xhat)``, ``dbias = sum_rows(dy)``. Returns ``(dx, dweight, dbias)``;
     ``dweight``/``dbias`` are always computed, the caller drops what it does not need.
+
+    Reference: :func:`tinynorm.kernels.reference.layer_norm_backward`.
     """
     x = check_input("x", x, 2, "(rows, cols)")
     rows, cols = x.shape

@@ -83,6 +83,8 @@ def rms_norm_forward(x: np.ndarray, weight: np.ndarray | None, eps: float,
 
     ``rstd = 1 / sqrt(mean(x²) + eps)`` per row is returned for the backward pass. ``weight`` is
     ``(cols,)`` or None (meaning 1). Returns ``(y, rstd)``; ``y`` is written into ``out`` when given.
+
+    Reference: :func:`tinynorm.kernels.reference.rms_norm_forward`.
     """
     x = check_input("x", x, 2, "(rows, cols)")
     rows, cols = x.shape
@@ -134,6 +136,8 @@ def rms_norm_backward(dy: np.ndarray, x: np.ndarray, rstd: np.ndarray,
 
     With ``xhat = x * rstd`` and ``g = dy * weight``: ``dx = rstd * (g - xhat * mean(g * xhat))``
     (mean over each row) and ``dweight = sum_rows(dy * xhat)``. Returns ``(dx, dweight)``.
+
+    Reference: :func:`tinynorm.kernels.reference.rms_norm_backward`.
     """
     x = check_input("x", x, 2, "(rows, cols)")
     rows, cols = x.shape
