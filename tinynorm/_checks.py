@@ -32,11 +32,6 @@ def check_tensor(op: str, name: str, value: object) -> Tensor:
     return value
 
 
-def check_optional_tensor(op: str, name: str, value: object) -> Tensor | None:
-    """``value`` after checking it is a Tensor or None."""
-    return None if value is None else check_tensor(op, name, value)
-
-
 def check_same_device(op: str, name: str, tensor: Tensor, device: str) -> Tensor:
     """``tensor`` after checking it is on ``device`` (the input's), as PyTorch's same-device rule."""
     if tensor.device != device:
@@ -73,10 +68,11 @@ def check_eps(eps: object, dtype: Any = None, *, op: str | None = None, allow_no
     """
     if eps is None and allow_none:
         return None
-    value = check_number(op, "eps", eps)
-    if not value >= 0:
+    if type(eps) is not float:  # the common case skips the slower abstract-class test
+        check_number(op, "eps", eps)
+    if not eps >= 0:
         raise ValueError(f"{_prefix(op)}eps must be a non-negative float, got {eps!r} (it is added to the variance)")
-    return value if dtype is None else np.dtype(dtype).type(value)
+    return float(eps) if dtype is None else dtype.type(eps)
 
 
 def check_momentum(momentum: object, *, op: str, allow_none: bool = False) -> float | None:
@@ -111,7 +107,12 @@ class CheckedAttribute:
         self.slot = "_" + name
 
     def __get__(self, instance: object, owner: type | None = None) -> Any:
-        return self if instance is None else instance.__dict__[self.slot]
+        if instance is None:
+            return self
+        try:
+            return instance.__dict__[self.slot]
+        except KeyError:
+            raise AttributeError(f"{type(instance).__name__!r} object has no attribute {self.slot[1:]!r}") from None
 
     def __set__(self, instance: object, value: Any) -> None:
         instance.__dict__[self.slot] = self.check(value, op=type(instance).__name__)

@@ -92,7 +92,8 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
     xp, dtype = x._backend, stat_dtype(x.dtype)
     if running_mean is not None and running_var is not None:
         update_running_stats(running_mean, running_var, xp.from_numpy(mean), xp.from_numpy(var), count, momentum)
-    rstd = 1 / np.sqrt(var + eps)
+    with np.errstate(divide="ignore"):  # var = eps = 0 gives inf, as on one process
+        rstd = 1 / np.sqrt(var + eps)
     return SyncBatchNormFunction.apply(x, weight, bias, xp.from_numpy(mean.astype(dtype)),
                                        xp.from_numpy(rstd.astype(dtype)), count, comm)
 

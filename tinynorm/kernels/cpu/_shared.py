@@ -147,16 +147,16 @@ def ieee_quietly() -> np.errstate:
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
-def variance_floor(dtype: np.dtype, eps: float) -> np.floating:
-    """The smallest variance (or mean square) a kernel trusts in ``dtype``, as a scalar of it.
+# Below tiny / eps of the dtype (~1e-31 in float32: values within ~1e-16 of their mean) squares may have
+# underflowed. Computed once: np.finfo costs microseconds a call.
+_SMALL_VARIANCE = {dtype: float(np.finfo(dtype).tiny / np.finfo(dtype).eps) for dtype in FLOAT_DTYPES}
 
-    Below ``tiny / eps_dtype`` (~1e-31 in float32: values within ~1e-16 of their mean) squares may
-    have underflowed, which matters unless ``eps`` is larger and hides the variance anyway; then the
-    floor is 0.
-    """
-    info = np.finfo(dtype)
-    small = info.tiny / info.eps
-    return dtype.type(small if eps < small else 0)
+
+def variance_floor(dtype: np.dtype, eps: float) -> float:
+    """The smallest variance (or mean square) a kernel trusts in ``dtype``: below it, squares lost to
+    underflow matter, unless ``eps`` is larger and hides the variance anyway (then the floor is 0)."""
+    small = _SMALL_VARIANCE[dtype]
+    return small if eps < small else 0.0
 
 
 @njit(**JIT_OPTIONS)

@@ -174,7 +174,7 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
     mean, var = np.empty(channels, x.dtype), np.empty(channels)
-    floor = float(variance_floor(x.dtype, 0.0))  # compared with the float64 variances
+    floor = variance_floor(x.dtype, 0.0)
     if _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
         redo = ~((var >= floor) & (var < np.inf) & np.isfinite(mean))
         mean[redo], var[redo] = _exact_channel_stats(x[:, redo])
