@@ -107,6 +107,7 @@ def test_scaled_loss_gradient_arrives_as_a_numpy_scalar():
     (lambda x, t: cross_entropy_forward(x, t.astype(np.float32)), "target must hold integer class indices"),
     (lambda x, t: cross_entropy_forward(x, t[:3]), r"target must have shape \(6,\)"),
     (lambda x, t: cross_entropy_forward(x, t, label_smoothing=1.5), r"label_smoothing must be in \[0, 1\]"),
+    (lambda x, t: cross_entropy_forward(x, t, label_smoothing="0.1"), r"label_smoothing must be a number, got '0.1'"),
     (lambda x, t: cross_entropy_forward(list(x), t), "logits must be a numpy.ndarray, got list"),
     (lambda x, t: cross_entropy_backward(np.ones(6, np.float32), x, np.ones(5, np.float32), t),
      r"lse must have shape \(6,\)"),

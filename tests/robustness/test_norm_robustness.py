@@ -242,6 +242,34 @@ def test_parameter_dtype_must_match_the_input(fn, argument, dtype):
     assert np.array_equal(bad.numpy(), args[argument].numpy().astype(dtype)), "nothing was written"
 
 
+class TwoRanks:
+    """A communicator of two processes whose other rank holds this rank's data (what SyncBatchNorm's
+    global statistics need, without mpiexec)."""
+
+    def Get_size(self):
+        return 2
+
+    def Allgather(self, send, receive):
+        receive[...] = send
+
+    def Allreduce(self, send, receive, op=None):
+        receive *= 2
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (lambda: tinynorm.ones(4, 3, dtype="int64"), TypeError, "sync_batch_norm: expected input of a floating-point"),
+    (lambda: tinynorm.ones(4, 3, dtype=np.float64), TypeError, "sync_batch_norm: running_mean has dtype float32 "
+                                                               "but input has dtype float64"),
+], ids=["int-input", "float64-input-float32-layer"])
+def test_sync_batch_norm_across_processes_checks_like_batch_norm(bad, error, message):
+    """The global-batch path (more than one process) refuses what BatchNorm refuses, before any
+    message is sent or any buffer written."""
+    layer = nn.SyncBatchNorm(3, process_group=TwoRanks())
+    raises_clearly(lambda: layer(bad()), message, error=error)
+    np.testing.assert_array_equal(layer.running_mean.numpy(), np.zeros(3))
+    assert layer.num_batches_tracked.item() == 0
+
+
 # ------------------------------------------------------------------------------ zero-size inputs
 def zero_size_shapes(name):
     """Shapes of LAYERS[name] with no values: an empty batch, and (where a layer allows it) empty

@@ -24,7 +24,17 @@ import numpy as np
 
 from .. import distributed
 from ..autograd.function import Context
-from ..ops.normalization import BatchNorm, as_3d, astype_if_needed, kernel_data, stat_dtype, update_running_stats
+from .._checks import check_eps, check_momentum
+from ..ops.normalization import (
+    BatchNorm,
+    as_3d,
+    astype_if_needed,
+    check_channel_params,
+    check_norm_input,
+    kernel_data,
+    stat_dtype,
+    update_running_stats,
+)
 from ..tensor import Tensor
 from .module import Module
 from .normalization import _BatchNorm
@@ -81,12 +91,17 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
     """BatchNorm in training mode with the statistics of the global batch spread over ``comm``.
 
     Every rank must call it (an empty shard ``(0, C, *)`` too); running buffers, if given, are
-    updated with the global unbiased variance, identically on every rank.
+    updated with the global unbiased variance, identically on every rank. The arguments are checked
+    as :func:`tinynorm.ops.normalization.batch_norm` checks them.
     """
+    op = "sync_batch_norm"
+    x = check_norm_input(op, x, "(N, C, *)")
+    running_mean, running_var, weight, bias = check_channel_params(op, x, running_mean, running_var, weight, bias)
+    momentum, eps = check_momentum(momentum, op=op), check_eps(eps, op=op)
     mean, var, count = global_batch_stats(x, comm)
     if count <= 1:  # every rank sees the same count, so every rank raises: no rank is left waiting
         raise ValueError(
-            f"Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
+            f"{op}: Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
             f"processes (this rank's input size {tuple(x.shape)})"
         )
     xp, dtype = x._backend, stat_dtype(x.dtype)

@@ -162,7 +162,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
                eps: float = 1e-5) -> Tensor:
     """Normalize over the trailing ``normalized_shape`` dims, then scale by ``weight`` and shift by ``bias``."""
     op = "layer_norm"
-    x = check_input(op, input)
+    x = check_norm_input(op, input)
     shape = check_trailing_dims(op, x, normalized_shape)
     weight = check_param(op, "weight", weight, shape, x, "normalized_shape")
     bias = check_param(op, "bias", bias, shape, x, "normalized_shape")
@@ -172,7 +172,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """Divide by the root mean square over the trailing dims; ``eps=None`` is the dtype's machine epsilon."""
     op = "rms_norm"
-    x = check_input(op, input)
+    x = check_norm_input(op, input)
     shape = check_trailing_dims(op, x, normalized_shape)
     weight = check_param(op, "weight", weight, shape, x, "normalized_shape")
     eps = check_eps(eps, op=op, allow_none=True)
@@ -185,7 +185,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                eps: float = 1e-5) -> Tensor:
     """Normalize each sample's channels in ``num_groups`` groups, over each group's channels and spatial dims."""
     op = "group_norm"
-    x = check_input(op, input, "(N, C, *)")
+    x = check_norm_input(op, input, "(N, C, *)")
     num_groups = check_groups(op, x, num_groups)
     weight = check_param(op, "weight", weight, x.shape[1:2], x, "one value per channel")
     bias = check_param(op, "bias", bias, x.shape[1:2], x, "one value per channel")
@@ -202,8 +202,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     normalizes with the running statistics.
     """
     op = "batch_norm"
-    x = check_input(op, input, "(N, C, *)")
-    running_mean, running_var, weight, bias = _check_channel_params(op, x, running_mean, running_var, weight, bias)
+    x = check_norm_input(op, input, "(N, C, *)")
+    running_mean, running_var, weight, bias = check_channel_params(op, x, running_mean, running_var, weight, bias)
     training = check_bool(op, "training", training)
     momentum, eps = check_momentum(momentum, op=op), check_eps(eps, op=op)
     if not training:
@@ -229,8 +229,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     they are). With ``False`` the running statistics are used, as BatchNorm in eval mode.
     """
     op = "instance_norm"
-    x = check_input(op, input, "(N, C, *spatial)", min_ndim=3)
-    running_mean, running_var, weight, bias = _check_channel_params(op, x, running_mean, running_var, weight, bias)
+    x = check_norm_input(op, input, "(N, C, *spatial)", min_ndim=3)
+    running_mean, running_var, weight, bias = check_channel_params(op, x, running_mean, running_var, weight, bias)
     use_input_stats = check_bool(op, "use_input_stats", use_input_stats)
     momentum, eps = check_momentum(momentum, op=op), check_eps(eps, op=op)
     if not use_input_stats:
@@ -270,7 +270,7 @@ def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, v
 
 
 # ---------------------------------------------------------------------------- argument checks
-def check_input(op: str, input: object, layout: str | None = None, min_ndim: int = 2) -> Tensor:
+def check_norm_input(op: str, input: object, layout: str | None = None, min_ndim: int = 2) -> Tensor:
     """``input`` after checking it is a floating-point Tensor with at least ``min_ndim`` dims when a
     ``layout`` such as ``"(N, C, *)"`` is given."""
     x = check_floating(op, "input", check_tensor(op, "input", input))
@@ -320,7 +320,7 @@ def check_param(op: str, name: str, param: object, shape: tuple[int, ...], x: Te
     return check_same_device(op, name, param, x.device)
 
 
-def _check_channel_params(op: str, x: Tensor, *params: object) -> tuple[Tensor | None, ...]:
+def check_channel_params(op: str, x: Tensor, *params: object) -> tuple[Tensor | None, ...]:
     """BatchNorm's and InstanceNorm's ``running_mean, running_var, weight, bias``: each None or ``(C,)``,
     the running statistics both given or both None."""
     running_mean, running_var, weight, bias = (

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._checks import check_number
 from ._shared import FLOAT_DTYPES
 
 
@@ -38,7 +39,7 @@ def check_arguments(logits: Any, target: Any, label_smoothing: float) -> None:
     if tuple(target.shape) != logits.shape[:1]:
         raise ValueError(f"target must have shape {logits.shape[:1]} (one class per row of logits), "
                          f"got {tuple(target.shape)}")
-    if not 0.0 <= label_smoothing <= 1.0:
+    if not 0.0 <= check_number(None, "label_smoothing", label_smoothing) <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing!r}")
 
 

@@ -15,9 +15,9 @@ from numba import njit, prange
 
 from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS
 from ._shared import (
+    check_eps,
     check_input,
     check_like,
-    check_eps,
     chunk_bounds,
     mean_var,
     num_chunks,
