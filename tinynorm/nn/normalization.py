@@ -128,6 +128,7 @@ class _BatchNorm(_NormBase):
         y = self._normalize(x, running_mean, running_var, use_batch_stats, self._next_batch_weight() if counted else 0.0)
         if counted:  # only once the batch was accepted (one value per channel is refused)
             self.num_batches_tracked.array += 1  # in place (an assignment through [...] would copy it onto itself)
+            self.num_batches_tracked._bump_version()
         return y
 
     def _check_input_dims(self, x: Tensor) -> None:
