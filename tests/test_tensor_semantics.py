@@ -598,7 +598,7 @@ def test_random_fills_draw_from_the_generator(device):
     assert set(np.unique(x.numpy())) <= {0.0, 1.0} and abs(x.numpy().mean() - 0.25) < 0.06
 
 
-def test_a_batch_norm_training_step_bumps_its_buffers_versions(device):
+def test_a_batch_norm_training_step_counts_versions_as_pytorch(device):
     def fn(lib, make):
         layer = lib.nn.BatchNorm1d(3).to(device) if lib is tn else lib.nn.BatchNorm1d(3)
         buffers = (layer.running_mean, layer.running_var, layer.num_batches_tracked)

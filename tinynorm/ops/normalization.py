@@ -276,8 +276,6 @@ def update_running_stats(running_mean: Tensor, running_var: Tensor, mean: Any, v
     GPU, array arithmetic would take seven launches.
     """
     running_mean._backend.batch_norm_update_running(running_mean.array, running_var.array, mean, var, count, momentum)
-    running_mean._bump_version()
-    running_var._bump_version()
 
 
 # ---------------------------------------------------------------------------- argument checks
