@@ -5,10 +5,11 @@ already, so each file runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``. A fi
 any of its tests fails, or when none ran or some were skipped: the simulator tests never disappear
 silently. Run one file directly with ``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_ops.py``.
 
-The simulator runs kernels in Python on one core, and the files take from seconds to minutes, so they
-all start together when the first of these tests runs, as many at a time as there are cores, the
-slowest first (measured: about 2 minutes each for the first four on the 2-core CI machine, seconds to
-a minute for the rest); each test then waits for its own file.
+The simulator runs kernels in Python on one core, and the files take from seconds to minutes. So all
+selected files start in a pool of one worker per core as soon as the tests are collected, the slowest
+first (about 2 minutes each for the first four on a 2-core machine, seconds to a minute for the rest),
+while this process runs the other tests; these tests run last (``tests/conftest.py`` moves them) and
+each waits for its own file.
 """
 import importlib.util
 import os
@@ -29,30 +30,64 @@ SIMULATOR_FILES = sorted((path.name for path in HERE.glob("sim_*.py")),
 TIMEOUT_S = 1800
 
 
-def _run(name: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", str(HERE / name), "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+class SimulatorPool:
+    """The simulator files of this session, each run in its own subprocess, a worker per core."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1))
+        self._runs: dict[str, Future] = {}
+        self._processes: list[subprocess.Popen] = []
+        self._closed = False
+
+    def start(self, names: list[str]) -> None:
+        for name in sorted(set(names) - set(self._runs), key=SIMULATOR_FILES.index):
+            self._runs[name] = self._executor.submit(self._run, name)
+
+    def result(self, name: str) -> tuple[int, str, str]:
+        self.start([name])
+        return self._runs[name].result()
+
+    def _run(self, name: str) -> tuple[int, str, str]:
+        if self._closed:
+            return -1, "", "the session ended before this file ran"
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", str(HERE / name), "-q", "-p", "no:cacheprovider"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._processes.append(process)
+        try:
+            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+            stderr += f"\nkilled after {TIMEOUT_S} s"
+        return process.returncode, stdout, stderr
+
+    def close(self) -> None:
+        """Stop what has not finished (a session stopped early must not wait for the simulator)."""
+        self._closed = True
+        for process in self._processes:
+            if process.poll() is None:
+                process.kill()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+POOL = SimulatorPool()
 
 
 @pytest.fixture(scope="module")
-def simulator_runs(request: pytest.FixtureRequest):
-    """The selected simulator files started in a pool of one worker per core: ``{name: Future}``."""
+def simulator_runs():
     if importlib.util.find_spec("numba_cuda") is None:
         pytest.fail("the CUDA kernels need numba-cuda: install the cuda extra (pip install -e '.[cuda]')")
-    selected = [item.callspec.params["name"] for item in request.session.items
-                if getattr(item, "originalname", None) == "test_in_the_simulator"]
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        yield {name: pool.submit(_run, name) for name in selected}
+    return POOL
 
 
 @pytest.mark.parametrize("name", SIMULATOR_FILES)
-def test_in_the_simulator(name: str, simulator_runs: dict[str, Future]) -> None:
-    result = simulator_runs[name].result()
-    report = result.stdout[-6000:] + result.stderr[-2000:]
-    assert result.returncode == 0, report
-    summary = result.stdout.strip().splitlines()[-1]
+def test_in_the_simulator(name: str, simulator_runs: SimulatorPool) -> None:
+    returncode, stdout, stderr = simulator_runs.result(name)
+    report = stdout[-6000:] + stderr[-2000:]
+    assert returncode == 0, report
+    summary = stdout.strip().splitlines()[-1]
     assert re.search(r"\d+ passed", summary) and not re.search(r"skipped|deselected|xfail", summary), report
 
 
