@@ -1,0 +1,377 @@
+"""SyncBatchNorm under data parallelism: local BatchNorm, SyncBatchNorm and GroupNorm over MPI processes.
+
+The tutorials (note 003, section 7.3): with DistributedDataParallel every process normalizes with the
+statistics of its own shard unless SyncBatchNorm merges them; without SyncBatchNorm, "training looks
+normal but converges noticeably worse, especially with large batches".
+
+Here ``SmallMLP``'s architecture on the 8x8 digits (Linear-norm-ReLU twice, then Linear) is trained
+with ``tinynorm.distributed`` on 2 and 4 processes (``mpiexec``) with per-process batches of 1 to 16, with
+each norm: BatchNorm (each process's shard statistics; rank 0's running statistics are broadcast, as
+DDP does), SyncBatchNorm (the global batch's statistics) and GroupNorm (32 groups; no batch statistics).
+The reference is a single process training on the global batch. Every run draws the same global
+batches (a seeded permutation per epoch; process r takes the r-th slice of each), starts from the same
+weights, and follows the batch-size experiment's protocol: SGD with momentum 0.9 at 0.1 * B / 32 for the
+global batch B, a cosine decay to 0, the same number of epochs at every batch size, test error in eval
+mode. Each process's loss is the mean over its shard, so DDP's gradient average is the gradient of the
+global mean.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import nn
+from ..autograd import no_grad
+from ..data import load_digits
+from ..nn.functional import cross_entropy
+from ..optim import SGD
+from ..optim.lr_scheduler import CosineAnnealingLR
+from ..random import manual_seed
+from ..tensor import tensor
+from .claims import check, check_lines, mean_and_stderr
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
+
+NORMS = ("batchnorm", "syncbn", "groupnorm")
+LABELS = {"batchnorm": "local BatchNorm", "syncbn": "SyncBatchNorm", "groupnorm": "GroupNorm (32 groups)"}
+HIDDEN, GROUPS, REFERENCE_BATCH, BASE_LR = 128, 32, 32, 0.1
+COMPARED_STEPS = 20  # first training losses compared between SyncBatchNorm and the single process
+TIMEOUT_S = 1500
+
+
+@dataclass(frozen=True)
+class Settings:
+    worlds: tuple[int, ...]
+    per_process_batches: tuple[int, ...]
+    norms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    epochs: int
+
+
+QUICK = Settings(worlds=(2,), per_process_batches=(2, 16), norms=("batchnorm", "syncbn"), seeds=(0,), epochs=2)
+FULL = Settings(worlds=(2, 4), per_process_batches=(1, 2, 4, 8, 16), norms=NORMS, seeds=(0, 1, 2), epochs=8)
+
+RESOLVED_IN_QUICK = {"sync_matches": True, "groupnorm_matches": True, "local_worse": True,
+                     "worse_at_large": True}
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The digits as flat 64-vectors, standardized with the training pixels' mean and std."""
+    X_train, y_train, X_test, y_test = load_digits()
+    mean, std = X_train.mean(), X_train.std()
+    flat = lambda X: ((X - mean) / std).reshape(len(X), -1).astype(np.float32)  # noqa: E731
+    return flat(X_train), y_train, flat(X_test), y_test
+
+
+def make_model(norm: str) -> nn.Module:
+    """The MLP with ``norm`` after each hidden Linear."""
+    def layer() -> nn.Module:
+        if norm == "groupnorm":
+            return nn.GroupNorm(GROUPS, HIDDEN)
+        if norm == "syncbn":
+            return nn.SyncBatchNorm(HIDDEN)
+        if norm == "batchnorm":
+            return nn.BatchNorm1d(HIDDEN)
+        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+
+    return nn.Sequential(nn.Linear(64, HIDDEN), layer(), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), layer(), nn.ReLU(),
+                         nn.Linear(HIDDEN, 10))
+
+
+def global_batches(n: int, batch: int, epochs: int, seed: int) -> list[np.ndarray]:
+    """Every step's global batch of sample indices: a fresh seeded permutation per epoch, short tail dropped."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        steps += [order[start:start + batch] for start in range(0, n - batch + 1, batch)]
+    return steps
+
+
+def train_and_test(norm: str, per_process: int, seed: int, epochs: int, data: tuple[np.ndarray, ...],
+                   comm: Any = None) -> dict[str, Any]:
+    """Train on this process's shard of each global batch (all of it without ``comm``); the test error.
+
+    With ``comm`` (an mpi4py communicator) the model is wrapped in DistributedDataParallel and every
+    process must call this with the same arguments. A configuration BatchNorm refuses (one value per
+    channel) is reported as an error, on every process alike.
+    """
+    from .. import distributed
+
+    X_train, y_train, X_test, y_test = data
+    world, rank = (1, 0) if comm is None else (comm.Get_size(), comm.Get_rank())
+    batch = per_process * world
+    manual_seed(seed)
+    model = make_model(norm)
+    trained = model if comm is None else distributed.DistributedDataParallel(model, comm=comm)
+    steps = global_batches(len(X_train), batch, epochs, seed)
+    optimizer = SGD(model.parameters(), lr=BASE_LR * batch / REFERENCE_BATCH, momentum=0.9)
+    schedule = CosineAnnealingLR(optimizer, T_max=len(steps))
+    losses = []
+    trained.train()
+    try:
+        for indices in steps:
+            shard = indices[rank * per_process:(rank + 1) * per_process]
+            loss = cross_entropy(trained(tensor(X_train[shard])), tensor(y_train[shard]))
+            optimizer.zero_grad()
+            loss.backward()
+            if comm is not None:
+                trained.allreduce_gradients()
+            optimizer.step()
+            schedule.step()
+            losses.append(float(loss.item()))
+    except ValueError as error:
+        return {"norm": norm, "world": world, "per_process": per_process, "global_batch": batch, "seed": seed,
+                "error": str(error)}
+    model.eval()
+    with no_grad():
+        predictions = model(tensor(X_test)).numpy().argmax(axis=1)
+    if comm is not None:  # the global batch's mean loss of the first steps, to compare with one process
+        losses = [float(v) for v in comm.allreduce(np.array(losses[:COMPARED_STEPS])) / world]
+    return {"norm": norm, "world": world, "per_process": per_process, "global_batch": batch, "seed": seed,
+            "test_error": float(100 * np.mean(predictions != y_test)), "first_losses": losses[:COMPARED_STEPS],
+            "steps": len(steps)}
+
+
+def worker(settings: Settings, out_file: str) -> None:
+    """The body of every MPI process: all runs of the settings on this world; rank 0 writes them."""
+    from .. import distributed
+
+    comm = distributed.init()
+    data = load_data()
+    runs = []
+    with single_threaded():
+        for norm in settings.norms:
+            for per_process in settings.per_process_batches:
+                for seed in settings.seeds:
+                    runs.append(train_and_test(norm, per_process, seed, settings.epochs, data, comm))
+    if comm.Get_rank() == 0:
+        Path(out_file).write_text(json.dumps(runs))
+
+
+# ------------------------------------------------------------------------------------------ run
+
+
+def mpiexec() -> str:
+    """mpiexec beside this Python (the mpich wheel installs it into the environment), else on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        raise RuntimeError('sync-bn: mpiexec not found beside this Python or on PATH: pip install "tinynorm[mpi]"')
+    return found
+
+
+def run_world(world: int, settings: Settings) -> list[dict[str, Any]]:
+    """Every run of ``settings`` on ``world`` MPI processes (a subprocess under mpiexec)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out_file = os.path.join(folder, "runs.json")
+        command = [mpiexec(), "-n", str(world), sys.executable, "-m", "mpi4py", "-m", "tinynorm.experiments.sync_bn",
+                   "--worker", json.dumps(asdict(settings)), out_file]
+        env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")  # several processes share few cores
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"sync-bn: {world} processes gave no result within {TIMEOUT_S} s") from None
+        if done.returncode != 0 or not os.path.exists(out_file):
+            raise RuntimeError(f"sync-bn: {world} processes failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        return json.loads(Path(out_file).read_text())
+
+
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+        progress: bool = True) -> dict[str, Any]:
+    """The DDP runs for every world size, then the single-process references; write sync_bn.json, .md, .png."""
+    if device != "cpu":
+        raise ValueError(f"sync_bn.run: device={device!r} is not supported; only 'cpu' works")
+    settings = QUICK if quick else FULL
+    if seeds is not None:
+        settings = Settings(**{**asdict(settings), "seeds": tuple(seeds)})
+    if not settings.seeds:
+        raise ValueError("sync_bn.run: seeds must name at least one seed")
+    out_dir = Path(out_dir)
+    start = time.perf_counter()
+    distributed_runs = []
+    for world in settings.worlds:
+        if progress:
+            print(f"sync-bn: {world} processes ...", file=sys.stderr, flush=True)
+        distributed_runs += run_world(world, settings)
+    data = load_data()
+    batches = sorted({w * b for w in settings.worlds for b in settings.per_process_batches})
+    reference_norms = [n for n in settings.norms if n != "syncbn"]  # one process: SyncBatchNorm is BatchNorm
+    if progress:
+        print("sync-bn: single-process references ...", file=sys.stderr, flush=True)
+    with single_threaded():
+        references = [train_and_test(norm, batch, seed, settings.epochs, data)
+                      for norm in reference_norms for batch in batches for seed in settings.seeds]
+    results: dict[str, Any] = {"quick": quick, "settings": asdict(settings), "hidden": HIDDEN, "groups": GROUPS,
+                               "distributed": distributed_runs, "single_process": references}
+    results["analysis"] = analyse(distributed_runs, references, settings)
+    results["checks"] = make_checks(results["analysis"], quick)
+    results["seconds"] = time.perf_counter() - start
+    results["summary"] = summarize(results)
+    results["figures"] = [str(plot(results, out_dir / "sync_bn.png"))]
+    write_json(out_dir / "sync_bn.json", results)
+    (out_dir / "sync_bn.md").write_text(report(results))
+    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}
+
+
+# ------------------------------------------------------------------------------------------ analysis
+
+
+def errors_of(runs: list[dict[str, Any]], **fields: Any) -> list[float] | None:
+    """The test errors of the runs matching ``fields`` (seed order), or None if one of them failed."""
+    chosen = sorted((r for r in runs if all(r[k] == v for k, v in fields.items())), key=lambda r: r["seed"])
+    if not chosen or any("error" in r for r in chosen):
+        return None
+    return [r["test_error"] for r in chosen]
+
+
+def analyse(distributed_runs: list[dict[str, Any]], references: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
+    """Per world and per-process batch: mean and s.e. of each norm's test error, the single-process
+    reference at the same global batch, the seed-paired gaps local BatchNorm - SyncBatchNorm, and how far
+    SyncBatchNorm's (GroupNorm's) first losses and test errors are from the single process's."""
+    table: list[dict[str, Any]] = []
+    loss_gap = {"syncbn": 0.0, "groupnorm": 0.0}
+    error_gap = {"syncbn": 0.0, "groupnorm": 0.0}
+    for world in settings.worlds:
+        for b in settings.per_process_batches:
+            row: dict[str, Any] = {"world": world, "per_process": b, "global_batch": world * b}
+            for norm in settings.norms:
+                errors = errors_of(distributed_runs, norm=norm, world=world, per_process=b)
+                row[norm] = None if errors is None else list(mean_and_stderr(errors))
+                reference_norm = "batchnorm" if norm == "syncbn" else norm
+                reference = errors_of(references, norm=reference_norm, per_process=world * b)
+                row[f"reference_{reference_norm}"] = None if reference is None else list(mean_and_stderr(reference))
+                if norm in loss_gap and errors is not None and reference is not None:
+                    error_gap[norm] = max(error_gap[norm], max(abs(a - r) for a, r in zip(errors, reference)))
+                    for mine, theirs in zip(
+                            sorted((r for r in distributed_runs if (r["norm"], r["world"], r["per_process"]) ==
+                                    (norm, world, b)), key=lambda r: r["seed"]),
+                            sorted((r for r in references if (r["norm"], r["per_process"]) == (reference_norm, world * b)),
+                                   key=lambda r: r["seed"])):
+                        loss_gap[norm] = max(loss_gap[norm], float(np.max(np.abs(
+                            np.array(mine["first_losses"]) - np.array(theirs["first_losses"])))))
+            local, sync = (errors_of(distributed_runs, norm=n, world=world, per_process=b) for n in ("batchnorm", "syncbn"))
+            row["gap"] = None if local is None or sync is None else list(
+                mean_and_stderr([a - s for a, s in zip(local, sync)]))
+            table.append(row)
+    return {"table": table, "first_loss_gap": loss_gap, "test_error_gap": error_gap}
+
+
+def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    """'Matches': the first training losses agree to 1e-4 (the same computation up to the order of
+    float32 sums) and the test errors to within one test image per 2 (0.5 points), seed by seed.
+    'Noticeably worse': local BatchNorm's test error above SyncBatchNorm's by more than two standard
+    errors of the seed-paired gap; 'especially with large batches': the gap at the largest per-process
+    batch above the gap at the smallest one that trains, for every world size."""
+    table = analysis["table"]
+    rows = [r for r in table if r["gap"] is not None]
+    worse = [(r["world"], r["per_process"]) for r in rows if r["gap"][0] > 2 * r["gap"][1]]
+    worse_text = ", ".join(f"{w} x {b}" for w, b in worse) or "none"
+    growing = []
+    for world in sorted({r["world"] for r in rows}):
+        gaps = [r["gap"][0] for r in rows if r["world"] == world]
+        growing.append(gaps[-1] > gaps[0])
+    refused = [f"{r['world']} x {r['per_process']}" for r in table if "batchnorm" in r and r["batchnorm"] is None]
+    checks = [
+        check("SyncBatchNorm under DDP matches the single process on the global batch (largest difference in the first "
+              f"{COMPARED_STEPS} losses {analysis['first_loss_gap']['syncbn']:.2g}, in test error "
+              f"{analysis['test_error_gap']['syncbn']:.2f} points)",
+              analysis["first_loss_gap"]["syncbn"] <= 1e-4 and analysis["test_error_gap"]["syncbn"] <= 0.5, quick,
+              RESOLVED_IN_QUICK["sync_matches"]),
+        check("Tutorial: DDP without SyncBatchNorm converges noticeably worse: local BatchNorm's test error is above "
+              f"SyncBatchNorm's by more than 2 s.e. at every (processes x per-process batch) that trains (it is at: "
+              f"{worse_text}" + (f"; local BatchNorm cannot train at {', '.join(refused)}: one value per channel" if
+                                 refused else "") + ")",
+              len(worse) == len(rows), quick, RESOLVED_IN_QUICK["local_worse"]),
+        check("Tutorial: ... especially with large batches: the gap at the largest per-process batch exceeds the gap at "
+              "the smallest, for every number of processes (gaps by per-process batch: " + "; ".join(
+                  f"{w} processes " + ", ".join(f"{r['gap'][0]:+.1f}" for r in rows if r["world"] == w)
+                  for w in sorted({r["world"] for r in rows})) + " points)",
+              all(growing), quick, RESOLVED_IN_QUICK["worse_at_large"]),
+    ]
+    if any("groupnorm" in r for r in table):
+        checks.append(check(
+            "GroupNorm does not depend on how the batch is split: under DDP it matches the single process (first losses "
+            f"{analysis['first_loss_gap']['groupnorm']:.2g}, test error {analysis['test_error_gap']['groupnorm']:.2f} points)",
+            analysis["first_loss_gap"]["groupnorm"] <= 1e-4 and analysis["test_error_gap"]["groupnorm"] <= 0.5, quick,
+            RESOLVED_IN_QUICK["groupnorm_matches"]))
+    return checks
+
+
+def _cell(value: list[float] | None) -> str:
+    return "cannot train" if value is None else f"{value[0]:.1f} ± {value[1]:.1f}"
+
+
+def summarize(results: dict[str, Any]) -> list[str]:
+    lines = ["**SyncBatchNorm under DDP** (test error %, mean ± s.e. over seeds; processes x per-process batch):"]
+    for row in results["analysis"]["table"]:
+        parts = [f"{LABELS[n]} {_cell(row.get(n))}" for n in results["settings"]["norms"]]
+        lines.append(f"- {row['world']} x {row['per_process']} (global {row['global_batch']}): " + "; ".join(parts)
+                     + f"; one process, BatchNorm on the global batch {_cell(row.get('reference_batchnorm'))}")
+    return lines
+
+
+def report(results: dict[str, Any]) -> str:
+    st = results["settings"]
+    header = ["processes", "per-process batch", "global batch", *(LABELS[n] for n in st["norms"]),
+              "1 process, BatchNorm", "gap local - Sync"]
+    rows = [[r["world"], r["per_process"], r["global_batch"], *(_cell(r.get(n)) for n in st["norms"]),
+             _cell(r.get("reference_batchnorm")), _cell(r["gap"])] for r in results["analysis"]["table"]]
+    lines = ["# SyncBatchNorm under data parallelism", "",
+             (f"Mode: {'quick' if results['quick'] else 'full'}, {results['seconds']:.0f} s, seeds {list(st['seeds'])}. "
+              f"MLP 64-{HIDDEN}-{HIDDEN}-10 on the 8x8 digits, {st['epochs']} epochs, SGD momentum 0.9, lr 0.1 x B / 32 "
+              "for the global batch B, cosine to 0; test error (%) in eval mode on 450 test images."), "",
+             *markdown_table(header, rows), "",
+             "'cannot train': BatchNorm refuses a batch with one value per channel (as PyTorch's does).", "",
+             "## Checks", "", *check_lines(results["checks"]), "",
+             "## The tutorials' statement beside this run", "",
+             "- Note 003, 7.3: without SyncBatchNorm, DDP training looks normal but converges noticeably worse, "
+             "especially with large batches."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], file: Path) -> Path:
+    """Test error against the per-process batch, one panel per number of processes."""
+    st = results["settings"]
+    fig, axes = new_figure(ncols=len(st["worlds"]), size=(5.0, 3.8))
+    for ax, world in zip(axes[0], st["worlds"]):
+        rows = [r for r in results["analysis"]["table"] if r["world"] == world]
+        for key, label, style in [*((n, LABELS[n], "o-") for n in st["norms"]),
+                                  ("reference_batchnorm", "1 process, BatchNorm, global batch", "k--")]:
+            points = [(r["per_process"], r[key]) for r in rows if r.get(key) is not None]
+            if points:
+                x, values = zip(*points)
+                ax.errorbar(x, [v[0] for v in values], yerr=[v[1] for v in values], fmt=style, label=label, capsize=2)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="per-process batch", ylabel="test error (%)", title=f"{world} processes")
+        ax.legend(fontsize=7)
+    return save_figure(fig, file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m mpi4py -m tinynorm.experiments.sync_bn --worker SETTINGS_JSON OUT_FILE`` (what
+    :func:`run_world` starts under mpiexec)."""
+    parser = argparse.ArgumentParser(description="one MPI process of the sync-bn experiment")
+    parser.add_argument("--worker", required=True, help="the settings as JSON")
+    parser.add_argument("out_file")
+    args = parser.parse_args(argv)
+    fields = json.loads(args.worker)
+    worker(Settings(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}), args.out_file)
+
+
+if __name__ == "__main__":
+    main()
