@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 FULL_RUN_ONLY = "full run only: see docs/experiments.md"
@@ -41,3 +42,25 @@ def mean_and_stderr(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
+
+
+def quick_agreement(module: Any, out_dir: str | Path, seeds: Sequence[int] = range(5)) -> list[dict[str, Any]]:
+    """How often each claim passes in quick runs of ``module`` (an experiment with ``run`` and
+    ``make_checks``), one run per seed: what decides which claims a quick run may judge.
+
+    Every claim is judged here, as in a full run. Returns one record per claim: its text in the first
+    run, and the seeds where it passed and where it failed.
+    """
+    import json
+
+    name = module.__name__.rsplit(".", 1)[-1]
+    tally: list[dict[str, Any]] = []
+    for seed in seeds:
+        folder = Path(out_dir) / f"seed_{seed}"
+        module.run(folder, quick=True, seeds=[seed], progress=False)
+        analysis = json.loads((folder / f"{name}.json").read_text())["analysis"]
+        for index, judged in enumerate(module.make_checks(analysis, quick=False)):
+            if index == len(tally):
+                tally.append({"claim": judged["claim"], "passed": [], "failed": []})
+            tally[index]["passed" if judged["passed"] else "failed"].append(seed)
+    return tally

@@ -85,9 +85,11 @@ def environment() -> dict[str, Any]:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` plus the environment as indented JSON (numpy values converted)."""
+    """Write ``payload`` plus the environment as indented JSON (numpy values converted); a payload that
+    already records its environment (a saved run analysed again) keeps it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(payload, environment=environment())
+    record = dict(payload)
+    record.setdefault("environment", environment())
     path.write_text(json.dumps(record, indent=2, default=_to_builtin))
     return path
 

@@ -65,8 +65,8 @@ class Settings:
     sim_channels: int
 
 
-QUICK = Settings(batches=400, batch_size=64, channels=16, record_every=20, sim_batches=6, sim_batch_size=8,
-                 sim_channels=3)
+QUICK = Settings(batches=300, batch_size=64, channels=16, record_every=20, sim_batches=3, sim_batch_size=4,
+                 sim_channels=2)
 FULL = Settings(batches=5000, batch_size=256, channels=64, record_every=50, sim_batches=20, sim_batch_size=16,
                 sim_channels=4)
 
@@ -238,9 +238,15 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
     cases = [run_case(case, settings, seed) for case in CASES]
     results: dict[str, Any] = {"quick": quick, "seed": seed, "settings": asdict(settings), "momentum": MOMENTUM,
                                "cases": cases, "cuda_simulator": run_cuda_simulator(settings, seed)}
-    results["analysis"] = analyse(results)
-    results["checks"] = make_checks(results["analysis"], quick)
     results["seconds"] = time.perf_counter() - start
+    return finish(results, out_dir)
+
+
+def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved half_precision.json's)."""
+    out_dir = Path(out_dir)
+    results["analysis"] = analyse(results)
+    results["checks"] = make_checks(results["analysis"], results["quick"])
     results["summary"] = summarize(results)
     results["figures"] = [str(plot(results, out_dir / "half_precision.png"))]
     write_json(out_dir / "half_precision.json", results)

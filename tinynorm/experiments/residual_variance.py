@@ -208,9 +208,15 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
                             "losses": losses, **variance_profile(model, probes[model_name])})
     results: dict[str, Any] = {"quick": quick, "seeds": list(seeds), "settings": asdict(settings), "init": init,
                                "trained": trained}
-    results["analysis"] = analyse(init, trained, settings)
-    results["checks"] = make_checks(results["analysis"], quick)
     results["seconds"] = time.perf_counter() - start
+    return finish(results, out_dir)
+
+
+def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved residual_variance.json's)."""
+    out_dir = Path(out_dir)
+    results["analysis"] = analyse(results["init"], results["trained"], Settings(**results["settings"]))
+    results["checks"] = make_checks(results["analysis"], results["quick"])
     results["summary"] = summarize(results)
     results["figures"] = [str(plot(results, out_dir / "residual_variance.png"))]
     write_json(out_dir / "residual_variance.json", results)

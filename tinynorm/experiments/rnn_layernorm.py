@@ -62,7 +62,7 @@ class Settings:
     seeds: tuple[int, ...]
 
 
-QUICK = Settings(hidden=64, embedding=16, seq_len=32, batch_size=16, steps=120, eval_every=20, eval_windows=32,
+QUICK = Settings(hidden=64, embedding=16, seq_len=32, batch_size=16, steps=100, eval_every=20, eval_windows=32,
                  lr=3e-3, long_len=96, grad_len=32, probe_batch=16, seeds=(0,))
 FULL = Settings(hidden=128, embedding=32, seq_len=64, batch_size=32, steps=1000, eval_every=50, eval_windows=64,
                 lr=3e-3, long_len=256, grad_len=96, probe_batch=32, seeds=(0, 1, 2))
@@ -188,9 +188,15 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
         runs = [train_one(cell, seed, settings, train_ids, tokenizer.vocab_size, validation, probes)
                 for cell, seed in progress_bar(jobs, label="rnn-layernorm", enabled=progress)]
     results: dict[str, Any] = {"quick": quick, "seeds": list(seeds), "settings": asdict(settings), "runs": runs}
-    results["analysis"] = analyse(runs, settings)
-    results["checks"] = make_checks(results["analysis"], quick)
     results["seconds"] = time.perf_counter() - start
+    return finish(results, out_dir)
+
+
+def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved rnn_layernorm.json's)."""
+    out_dir = Path(out_dir)
+    results["analysis"] = analyse(results["runs"], Settings(**results["settings"]))
+    results["checks"] = make_checks(results["analysis"], results["quick"])
     results["summary"] = summarize(results)
     results["figures"] = [str(plot(results, out_dir / "rnn_layernorm.png"))]
     write_json(out_dir / "rnn_layernorm.json", results)

@@ -59,7 +59,7 @@ class Settings:
     epochs: int
 
 
-QUICK = Settings(worlds=(2,), per_process_batches=(2, 16), norms=("batchnorm", "syncbn"), seeds=(0,), epochs=2)
+QUICK = Settings(worlds=(2,), per_process_batches=(2, 16), norms=("batchnorm", "syncbn"), seeds=(0,), epochs=1)
 FULL = Settings(worlds=(2, 4), per_process_batches=(1, 2, 4, 8, 16), norms=NORMS, seeds=(0, 1, 2), epochs=8)
 
 RESOLVED_IN_QUICK = {"sync_matches": True, "groupnorm_matches": True, "local_worse": True,
@@ -218,9 +218,15 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
                       for norm in reference_norms for batch in batches for seed in settings.seeds]
     results: dict[str, Any] = {"quick": quick, "settings": asdict(settings), "hidden": HIDDEN, "groups": GROUPS,
                                "distributed": distributed_runs, "single_process": references}
-    results["analysis"] = analyse(distributed_runs, references, settings)
-    results["checks"] = make_checks(results["analysis"], quick)
     results["seconds"] = time.perf_counter() - start
+    return finish(results, out_dir)
+
+
+def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved sync_bn.json's)."""
+    out_dir = Path(out_dir)
+    results["analysis"] = analyse(results["distributed"], results["single_process"], Settings(**results["settings"]))
+    results["checks"] = make_checks(results["analysis"], results["quick"])
     results["summary"] = summarize(results)
     results["figures"] = [str(plot(results, out_dir / "sync_bn.png"))]
     write_json(out_dir / "sync_bn.json", results)
