@@ -323,3 +323,29 @@ def test_forward_errors_name_what_was_received():
 def test_an_empty_batch_gives_empty_outputs():
     output, h_n = nn.GRU(4, 3, 2)(tinynorm.randn(5, 0, 4))
     assert output.shape == (5, 0, 3) and h_n.shape == (2, 0, 3)
+
+
+# ------------------------------------------------------------------------------------ training
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "LayerNormLSTM"])
+def test_a_recurrent_layer_learns_to_recall_the_input_three_steps_back(kind):
+    """Memory through time: predict the bit seen 3 steps earlier (chance: 50%)."""
+    tinynorm.manual_seed(0)
+    layer, head = getattr(nn, kind)(1, 16, batch_first=True), nn.Linear(16, 2)
+    optimizer = tinynorm.optim.Adam(list(layer.parameters()) + list(head.parameters()), lr=0.02)
+    rng = np.random.default_rng(0)
+
+    def batch():
+        bits = rng.integers(0, 2, (32, 12))
+        return tinynorm.tensor(bits[..., None].astype(np.float32)), bits[:, :-3], bits
+
+    for _ in range(80):
+        x, target, _ = batch()
+        logits = head(layer(x)[0][:, 3:])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 2), tinynorm.tensor(target.reshape(-1)))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    x, target, _ = batch()
+    with tinynorm.no_grad():
+        accuracy = np.mean(head(layer(x)[0][:, 3:]).numpy().argmax(-1) == target)
+    assert accuracy > 0.95
