@@ -7,7 +7,6 @@ import pytest
 pytest.importorskip("matplotlib")
 
 import tinynorm
-from tinynorm import nn
 from tinynorm.data import CharTokenizer, load_text_corpus
 from tinynorm.experiments import residual_variance as exp
 

@@ -132,3 +132,15 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return lines
+
+
+def write_outputs(results: dict[str, Any], out_dir: Path, name: str, summarize: Any, report: Any,
+                  plot: Any) -> dict[str, Any]:
+    """Add the summary and the figure to an analysed run's ``results`` and write NAME.json, NAME.md and
+    NAME.png into ``out_dir``; returns what an experiment's ``run`` returns (summary, checks, figures).
+    ``summarize(results)`` gives Markdown lines, ``report(results)`` the page, ``plot(results, file)`` the figure."""
+    results["summary"] = summarize(results)
+    results["figures"] = [str(plot(results, out_dir / f"{name}.png"))]
+    write_json(out_dir / f"{name}.json", results)
+    (out_dir / f"{name}.md").write_text(report(results))
+    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}

@@ -43,7 +43,7 @@ import numpy as np
 from .. import dtypes, nn
 from ..tensor import tensor
 from .claims import check, check_lines
-from .common import markdown_table, new_figure, save_figure, write_json
+from .common import markdown_table, new_figure, save_figure, write_outputs
 
 MOMENTUM = 0.1
 PIPELINES = ("float64", "float32", "tinynorm, float32 layer", "tinynorm, float16 layer", "float16 arithmetic")
@@ -247,11 +247,7 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results)
     results["checks"] = make_checks(results["analysis"], results["quick"])
-    results["summary"] = summarize(results)
-    results["figures"] = [str(plot(results, out_dir / "half_precision.png"))]
-    write_json(out_dir / "half_precision.json", results)
-    (out_dir / "half_precision.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}
+    return write_outputs(results, out_dir, "half_precision", summarize, report, plot)
 
 
 # ------------------------------------------------------------------------------------------ analysis

@@ -35,7 +35,7 @@ from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, mean_and_stderr
-from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_outputs
 from .common import progress as progress_bar
 
 MODELS = ("mlp", "transformer")
@@ -217,11 +217,7 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["init"], results["trained"], Settings(**results["settings"]))
     results["checks"] = make_checks(results["analysis"], results["quick"])
-    results["summary"] = summarize(results)
-    results["figures"] = [str(plot(results, out_dir / "residual_variance.png"))]
-    write_json(out_dir / "residual_variance.json", results)
-    (out_dir / "residual_variance.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}
+    return write_outputs(results, out_dir, "residual_variance", summarize, report, plot)
 
 
 # ------------------------------------------------------------------------------------------ analysis

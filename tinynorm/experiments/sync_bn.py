@@ -41,7 +41,7 @@ from ..optim.lr_scheduler import CosineAnnealingLR
 from ..random import manual_seed
 from ..tensor import tensor
 from .claims import check, check_lines, mean_and_stderr
-from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_outputs
 
 NORMS = ("batchnorm", "syncbn", "groupnorm")
 LABELS = {"batchnorm": "local BatchNorm", "syncbn": "SyncBatchNorm", "groupnorm": "GroupNorm (32 groups)"}
@@ -227,11 +227,7 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["distributed"], results["single_process"], Settings(**results["settings"]))
     results["checks"] = make_checks(results["analysis"], results["quick"])
-    results["summary"] = summarize(results)
-    results["figures"] = [str(plot(results, out_dir / "sync_bn.png"))]
-    write_json(out_dir / "sync_bn.json", results)
-    (out_dir / "sync_bn.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}
+    return write_outputs(results, out_dir, "sync_bn", summarize, report, plot)
 
 
 # ------------------------------------------------------------------------------------------ analysis

@@ -48,7 +48,7 @@ class LSTMCellState(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         i, f, g, c = ctx.saved_tensors
-        xp, hidden = ctx.xp, c.shape[-1]
+        xp = ctx.xp
         grad_i = grad * g * i * (1 - i)
         grad_gates = [grad_i, grad * c * f * (1 - f), grad * i * (1 - g * g), xp.zeros_like(grad_i)]
         return xp.concatenate(grad_gates, axis=-1), grad * f
@@ -70,7 +70,7 @@ class GRUCellState(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         r, z, n, hidden_n, h = ctx.saved_tensors
-        xp, hidden = ctx.xp, h.shape[-1]
+        xp = ctx.xp
         grad_n = grad * (1 - z) * (1 - n * n)  # through tanh: d/d(i_n + r * h_n)
         grad_r = grad_n * hidden_n * r * (1 - r)
         grad_z = grad * (h - n) * z * (1 - z)
