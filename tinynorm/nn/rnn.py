@@ -167,12 +167,8 @@ class RNNBase(Module):
             outputs = []
             for direction in range(self.num_directions):
                 index = layer * self.num_directions + direction
-                weights = [getattr(self, n) for n in self._weight_names[index]]
-                state, sequence = states[index], [None] * steps
-                for t in (reversed(range(steps)) if direction else range(steps)):
-                    state = self._step(inputs[t], state, weights)
-                    sequence[t] = state[0]
-                finals.append(state)
+                sequence, final = self._scan(inputs, states[index], self._weight_names[index], reverse=direction == 1)
+                finals.append(final)
                 outputs.append(sequence)
             inputs = outputs[0] if self.num_directions == 1 else [cat(pair, -1) for pair in zip(*outputs)]
             if self.dropout and self.training and layer < self.num_layers - 1:
@@ -183,6 +179,17 @@ class RNNBase(Module):
             output = output.squeeze(1)
             final = tuple(f.squeeze(1) for f in final)
         return output, (final if self.mode == "LSTM" else final[0])
+
+    def _scan(self, inputs: list[Tensor], state: State, weight_names: tuple[str, ...],
+              reverse: bool) -> tuple[list[Tensor], State]:
+        """One layer and direction over the sequence: its output at every step (in time order) and its
+        last state. The reverse direction starts at the last step."""
+        weights = [getattr(self, name) for name in weight_names]
+        sequence: list[Tensor] = [None] * len(inputs)  # type: ignore[list-item]
+        for t in (reversed(range(len(inputs))) if reverse else range(len(inputs))):
+            state = self._step(inputs[t], state, weights)
+            sequence[t] = state[0]
+        return sequence, state
 
     def _initial_states(self, hx: Any, batch: int, batched: bool, x: Tensor) -> list[State]:
         """Each layer and direction's starting state: zeros, or the slices of the given ``hx``."""
