@@ -46,14 +46,17 @@ def flat(outputs):
     return [output, *(state if isinstance(state, tuple) else (state,))]
 
 
+def as_hx(states):
+    """The ``hx`` argument for a list of initial states: None, one tensor, or an LSTM's (h_0, c_0)."""
+    return None if not states else (tuple(states) if len(states) == 2 else states[0])
+
+
 def compare_forward_backward(ours, theirs, inputs, seed=0):
     """Outputs of both, then gradients of <v, outputs> for random v w.r.t. every input and parameter."""
     rng = np.random.default_rng(seed)
     mine = [leaf(x) for x in inputs]
     reference = [to_torch(x).requires_grad_() for x in inputs]
-    args = (mine[0], tuple(mine[1:]) if len(mine) == 3 else (mine[1] if len(mine) == 2 else None))
-    targs = (reference[0], tuple(reference[1:]) if len(reference) == 3 else (reference[1] if len(reference) == 2 else None))
-    out, tout = flat(ours(*args)), flat(theirs(*targs))
+    out, tout = flat(ours(mine[0], as_hx(mine[1:]))), flat(theirs(reference[0], as_hx(reference[1:])))
     assert [tuple(o.shape) for o in out] == [tuple(t.shape) for t in tout]
     upstream = [rng.normal(size=o.shape) for o in out]
     total = sum((o * tinynorm.tensor(v)).sum() for o, v in zip(out, upstream))
@@ -156,9 +159,7 @@ def test_cells_equal_pytorch(kind, kwargs, batched):
     for given in ([], states):  # zeros, then explicit states
         mine = [leaf(v) for v in [x, *given]]
         reference = [to_torch(v).requires_grad_() for v in [x, *given]]
-        hx = (tuple(mine[1:]) if kind == "LSTMCell" else mine[1]) if given else None
-        thx = (tuple(reference[1:]) if kind == "LSTMCell" else reference[1]) if given else None
-        out, tout = ours(mine[0], hx), theirs(reference[0], thx)
+        out, tout = ours(mine[0], as_hx(mine[1:])), theirs(reference[0], as_hx(reference[1:]))
         out, tout = (out, tout) if kind == "LSTMCell" else ((out,), (tout,))
         upstream = [rng.normal(size=o.shape) for o in out]
         sum((o * tinynorm.tensor(v)).sum() for o, v in zip(out, upstream)).backward()
@@ -178,8 +179,8 @@ def test_fused_cell_ops_pass_gradcheck():
     rng = np.random.default_rng(6)
     gates, c = leaf(rng.normal(size=(3, 8))), leaf(rng.normal(size=(3, 2)))
     assert gradcheck(recurrent.lstm_cell_state, (gates, c))
-    input_gates, hidden_gates, h = leaf(rng.normal(size=(3, 6))), leaf(rng.normal(size=(3, 6))), leaf(rng.normal(size=(3, 2)))
-    assert gradcheck(lambda a, b, s: recurrent.GRUCellState.apply(a, b, s), (input_gates, hidden_gates, h))
+    gru_inputs = (leaf(rng.normal(size=(3, 6))), leaf(rng.normal(size=(3, 6))), leaf(rng.normal(size=(3, 2))))
+    assert gradcheck(lambda a, b, s: recurrent.GRUCellState.apply(a, b, s), gru_inputs)
 
 
 # -------------------------------------------------------------------------- LayerNorm-LSTM

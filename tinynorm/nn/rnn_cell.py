@@ -96,7 +96,8 @@ class GRUCell(RNNCellBase):
         return h if batched else h.squeeze(0)
 
 
-def prepare_step(cell: Module, input: Tensor, states: tuple[Tensor | None, ...]) -> tuple[Tensor, tuple[Tensor, ...], bool]:  # noqa: A002
+def prepare_step(cell: Module, input: Tensor,  # noqa: A002  (PyTorch's name)
+                 states: tuple[Tensor | None, ...]) -> tuple[Tensor, tuple[Tensor, ...], bool]:
     """A cell's input as (N, input_size) and states as (N, H) each (zeros for None), checked, and whether
     the input was batched. ``cell`` has ``input_size``, ``hidden_size``, ``weight_ih`` and ``weight_hh``."""
     name = type(cell).__name__
