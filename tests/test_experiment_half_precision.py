@@ -21,7 +21,8 @@ def quick_run(tmp_path_factory):
 def test_writes_records_figure_and_checks(quick_run):
     out_dir, results, saved = quick_run
     assert (out_dir / "half_precision.png").read_bytes().startswith(b"\x89PNG")
-    assert saved["checks"] == results["checks"] and len(results["checks"]) == 4
+    assert saved["checks"] == results["checks"] and {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
+    assert len(results["checks"]) + len(results["full_run_only"]) == 4
     assert [c["case"] for c in saved["cases"]] == list(exp.CASES)
     for case in saved["cases"]:
         assert len(case["steps"]) == exp.QUICK.batches // exp.QUICK.record_every
@@ -75,10 +76,10 @@ def test_checks_follow_the_measurements():
         sim = {c: 1e-8 for c in exp.CASES}
         return {c: case for c in exp.CASES} | {"cuda_simulator": sim}
 
-    assert [c["passed"] for c in exp.make_checks(analysis(0.1, 0.01, True), False)] == [True, True, True, True]
-    assert [c["passed"] for c in exp.make_checks(analysis(0.005, 0.01, False), False)] == [False, False, True, True]
+    assert [c["passed"] for c in exp.make_checks(analysis(0.1, 0.01, True))] == [True, True, True, True]
+    assert [c["passed"] for c in exp.make_checks(analysis(0.005, 0.01, False))] == [False, False, True, True]
     failed = analysis(0.1, 0.01, True) | {"cuda_simulator": {"error": "no numba-cuda"}}
-    assert exp.make_checks(failed, False)[3]["passed"] is False
+    assert exp.make_checks(failed)[3]["passed"] is False
 
 
 def test_only_the_cpu_device_is_accepted():

@@ -21,7 +21,8 @@ def quick_run(tmp_path_factory):
 def test_writes_records_figure_and_checks(quick_run):
     out_dir, results, saved = quick_run
     assert (out_dir / "residual_variance.png").read_bytes().startswith(b"\x89PNG")
-    assert saved["checks"] == results["checks"] and len(results["checks"]) == 6
+    assert saved["checks"] == results["checks"] and {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
+    assert len(results["checks"]) + len(results["full_run_only"]) == 6
     st = exp.QUICK
     assert len(saved["init"]) == len(exp.MODELS) * len(exp.VARIANTS) * len(st.depths) * len(st.seeds)
     for record in saved["init"]:

@@ -137,10 +137,12 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
 def write_outputs(results: dict[str, Any], out_dir: Path, name: str, summarize: Any, report: Any,
                   plot: Any) -> dict[str, Any]:
     """Add the summary and the figure to an analysed run's ``results`` and write NAME.json, NAME.md and
-    NAME.png into ``out_dir``; returns what an experiment's ``run`` returns (summary, checks, figures).
+    NAME.png into ``out_dir``; returns what an experiment's ``run`` returns (summary, checks, the checks
+    left to the full run, figures).
     ``summarize(results)`` gives Markdown lines, ``report(results)`` the page, ``plot(results, file)`` the figure."""
     results["summary"] = summarize(results)
     results["figures"] = [str(plot(results, out_dir / f"{name}.png"))]
     write_json(out_dir / f"{name}.json", results)
     (out_dir / f"{name}.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": results["checks"], "figures": results["figures"]}
+    return {"summary": results["summary"], "checks": results["checks"],
+            "full_run_only": results.get("full_run_only", []), "figures": results["figures"]}

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import dtypes, nn
 from ..tensor import tensor
-from .claims import check, check_lines
+from .claims import check, check_lines, quick_mode_checks
 from .common import markdown_table, new_figure, save_figure, write_outputs
 
 MOMENTUM = 0.1
@@ -70,7 +70,7 @@ QUICK = Settings(batches=300, batch_size=64, channels=16, record_every=20, sim_b
 FULL = Settings(batches=5000, batch_size=256, channels=64, record_every=50, sim_batches=20, sim_batch_size=16,
                 sim_channels=4)
 
-RESOLVED_IN_QUICK = {"drift": True, "overflow": True, "float32_layer": True, "cuda": True}
+RESOLVED_IN_QUICK = frozenset({"drift", "overflow", "float32_layer", "cuda"})
 
 
 # ------------------------------------------------------------------------------------------ the stream
@@ -246,7 +246,8 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved half_precision.json's)."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results)
-    results["checks"] = make_checks(results["analysis"], results["quick"])
+    results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
+                                                                    results["quick"], RESOLVED_IN_QUICK)
     return write_outputs(results, out_dir, "half_precision", summarize, report, plot)
 
 
@@ -267,7 +268,7 @@ def analyse(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """'Drift': the float16 buffers' running mean ends further from the float64 one than half a float16
     spacing at its value, i.e. more than storing the true value in float16 would cost: the error was
     accumulated. 'float32 result': within 1e-5 (relative; means in stds) of numpy's float32 pipeline."""
@@ -281,19 +282,19 @@ def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     sim_gap = max((sim[c] for c in cases), default=float("inf")) if "error" not in sim else float("inf")
     overflowed = [over[n]["var_final"] == float("inf") for n in ("tinynorm, float16 layer", "float16 arithmetic")]
     return [
-        check("Running statistics kept in float16 drift from the true ones: channels far from zero, float16 buffers "
+        check("drift", "Running statistics kept in float16 drift from the true ones: channels far from zero, float16 buffers "
               f"(float32 batch statistics) end {half16['mean_final']:.3g} stds off in the mean (storing the true mean "
               f"in float16 costs at most {far['float16_half_ulp']:.3g}) and {half16['var_final']:.1%} in the variance",
-              half16["mean_final"] > far["float16_half_ulp"], quick, RESOLVED_IN_QUICK["drift"]),
-        check(f"A variance above float16's largest value ({over['largest_variance']:.3g} > {FLOAT16_MAX:.0f}) overflows "
+              half16["mean_final"] > far["float16_half_ulp"]),
+        check("overflow", f"A variance above float16's largest value ({over['largest_variance']:.3g} > {FLOAT16_MAX:.0f}) overflows "
               f"float16 running statistics to inf (float16 buffers: {overflowed[0]}, float16 arithmetic: {overflowed[1]})",
-              all(overflowed), quick, RESOLVED_IN_QUICK["overflow"]),
-        check("tinynorm's float32 layer given float16 data gives the float32 result in every case (largest "
+              all(overflowed)),
+        check("float32_layer", "tinynorm's float32 layer given float16 data gives the float32 result in every case (largest "
               f"difference from numpy's float32 statistics {layer_gap:.2g}; error against float64 {layer_error:.2g})",
-              layer_gap <= 1e-5, quick, RESOLVED_IN_QUICK["float32_layer"]),
-        check("The same on the CUDA path (Numba's simulator, tiny stream): the device's running statistics equal the "
+              layer_gap <= 1e-5),
+        check("cuda", "The same on the CUDA path (Numba's simulator, tiny stream): the device's running statistics equal the "
               + (f"CPU's (largest difference {sim_gap:.2g})" if "error" not in sim else f"CPU's (not run: {sim['error']})"),
-              sim_gap <= 1e-5, quick, RESOLVED_IN_QUICK["cuda"]),
+              sim_gap <= 1e-5),
     ]
 
 
@@ -325,7 +326,7 @@ def report(results: dict[str, Any]) -> str:
               (f"error {sim['error']}" if "error" in sim else
                "; ".join(f"{c}: largest difference from the CPU {sim[c]:.2g}" for c in CASES)
                + f". A float16 layer on the device: {sim['float16_layer']}.")),
-             "", "## Checks", "", *check_lines(results["checks"]), "",
+             "", "## Checks", "", *check_lines(results), "",
              "## The tutorials' statement beside this run", "",
              "- Note 003, 7.4: accumulated in float16, BatchNorm's moving averages drift from the true mean; autocast "
              "therefore keeps BatchNorm in float32."]

@@ -34,7 +34,7 @@ from ..nn.functional import cross_entropy
 from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
-from .claims import check, check_lines, mean_and_stderr
+from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
 from .common import markdown_table, new_figure, save_figure, single_threaded, write_outputs
 from .common import progress as progress_bar
 
@@ -64,8 +64,7 @@ QUICK = Settings(depths=(4, 16), seeds=(0,), d_model=32, n_heads=4, seq_len=16, 
 FULL = Settings(depths=(3, 6, 12, 24, 48), seeds=(0, 1, 2), d_model=64, n_heads=4, seq_len=32, probe_batch=16,
                 train_depth=24, train_steps=300, train_batch=32, lr=1e-3)
 
-RESOLVED_IN_QUICK = {"formula": True, "none_grows": True, "pre_linear": True, "post_unit": True,
-                     "pre_grows_trained": True, "post_flat_trained": True}
+RESOLVED_IN_QUICK = frozenset({"formula", "none_grows", "pre_linear", "post_unit", "pre_grows_trained", "post_flat_trained"})
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -216,7 +215,8 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved residual_variance.json's)."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["init"], results["trained"], Settings(**results["settings"]))
-    results["checks"] = make_checks(results["analysis"], results["quick"])
+    results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
+                                                                    results["quick"], RESOLVED_IN_QUICK)
     return write_outputs(results, out_dir, "residual_variance", summarize, report, plot)
 
 
@@ -279,7 +279,7 @@ def analyse(init: list[dict[str, Any]], trained: list[dict[str, Any]], settings:
     return out
 
 
-def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """The tutorials' statements against the measurements. The formula is about expectations (a branch
     independent of its input): its cross term must vanish on average over the connections (within two
     standard errors over the runs); single connections deviate by the fluctuations of finite widths.
@@ -296,30 +296,25 @@ def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     f = analysis["formula"]
     post_range = [analysis[f"{m}/post"]["out_range_init"] for m in MODELS]
     return [
-        check("At initialization Var(x + F(x)) = Var(x) + Var(F(x)): the cross term 2E[xF] vanishes on average "
+        check("formula", "At initialization Var(x + F(x)) = Var(x) + Var(F(x)): the cross term 2E[xF] vanishes on average "
               f"(relative to the prediction {f['mean']:+.3f} +- {f['stderr']:.3f} over all runs; single connections "
               f"deviate by a median {f['median_abs']:.1%}, at most {f['max_abs']:.1%})",
-              abs(f["mean"]) <= 2 * f["stderr"], quick, RESOLVED_IN_QUICK["formula"]),
-        check("Without a norm the variance accumulates layer by layer (it grows at every connection: "
+              abs(f["mean"]) <= 2 * f["stderr"]),
+        check("none_grows", "Without a norm the variance accumulates layer by layer (it grows at every connection: "
               f"{show('grows_everywhere_init', 'none')}) and geometrically (R^2 of a line through log Var: "
               f"{show('log_linear_r2_init', 'none', '.3f')}; growth over the deepest stack {show('growth_init', 'none')}x)",
-              every(lambda a: a["grows_everywhere_init"] and a["log_linear_r2_init"] >= 0.95, "none"), quick,
-              RESOLVED_IN_QUICK["none_grows"]),
-        check("Pre-LN: each branch gets a unit-scale input, so each adds about the same variance (Var(F) max/min per "
+              every(lambda a: a["grows_everywhere_init"] and a["log_linear_r2_init"] >= 0.95, "none")),
+        check("pre_linear", "Pre-LN: each branch gets a unit-scale input, so each adds about the same variance (Var(F) max/min per "
               f"kind {show('branch_spread_init', 'pre', '.2f')}) and the stream still grows at every connection, "
               f"about linearly (R^2 of a line {show('linear_r2_init', 'pre', '.3f')}; growth {show('growth_init', 'pre')}x)",
-              every(lambda a: a["grows_everywhere_init"] and a["linear_r2_init"] >= 0.95, "pre"), quick,
-              RESOLVED_IN_QUICK["pre_linear"]),
-        check("Post-LN renormalizes the stream at every layer at initialization (output variance range "
+              every(lambda a: a["grows_everywhere_init"] and a["linear_r2_init"] >= 0.95, "pre")),
+        check("post_unit", "Post-LN renormalizes the stream at every layer at initialization (output variance range "
               + ", ".join(f"{m} [{lo:.3f}, {hi:.3f}]" for m, (lo, hi) in zip(MODELS, post_range)) + ")",
-              all(abs(lo - 1) <= 0.1 and abs(hi - 1) <= 0.1 for lo, hi in post_range), quick,
-              RESOLVED_IN_QUICK["post_unit"]),
-        check(f"After training, Pre-LN's stream still grows with depth (last/first layer output variance "
-              f"{show('growth_trained', 'pre', '.2f')})", every(lambda a: a["growth_trained"] > 1, "pre"), quick,
-              RESOLVED_IN_QUICK["pre_grows_trained"]),
-        check(f"After training, Post-LN's stream does not grow with depth (last/first {show('growth_trained', 'post', '.2f')}"
-              ", at most 2)", every(lambda a: a["growth_trained"] <= 2, "post"), quick,
-              RESOLVED_IN_QUICK["post_flat_trained"]),
+              all(abs(lo - 1) <= 0.1 and abs(hi - 1) <= 0.1 for lo, hi in post_range)),
+        check("pre_grows_trained", f"After training, Pre-LN's stream still grows with depth (last/first layer output variance "
+              f"{show('growth_trained', 'pre', '.2f')})", every(lambda a: a["growth_trained"] > 1, "pre")),
+        check("post_flat_trained", f"After training, Post-LN's stream does not grow with depth (last/first {show('growth_trained', 'post', '.2f')}"
+              ", at most 2)", every(lambda a: a["growth_trained"] <= 2, "post")),
     ]
 
 
@@ -357,7 +352,7 @@ def report(results: dict[str, Any]) -> str:
                   "deviation: (Var(x+F) - Var(x) - Var(F)) / (Var(x) + Var(F)) = 2 E[xF] / (Var(x) + Var(F)); at init "
                   f"its mean over all runs is {f['mean']:+.3f} +- {f['stderr']:.3f}, the median single deviation "
                   f"{f['median_abs']:.1%} and the largest {f['max_abs']:.1%}."),
-             "", "## Checks", "", *check_lines(results["checks"]), "",
+             "", "## Checks", "", *check_lines(results), "",
              "## The tutorials' statements beside this run", "",
              "- Var(x_{l+1}) = Var(x_l) + Var(F(x_l)) for a branch independent of its input; without normalization "
              "the variance accumulates layer by layer (explosion or vanishing in deep stacks).",

@@ -40,7 +40,7 @@ from ..optim import SGD
 from ..optim.lr_scheduler import CosineAnnealingLR
 from ..random import manual_seed
 from ..tensor import tensor
-from .claims import check, check_lines, mean_and_stderr
+from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
 from .common import markdown_table, new_figure, save_figure, single_threaded, write_outputs
 
 NORMS = ("batchnorm", "syncbn", "groupnorm")
@@ -62,8 +62,7 @@ class Settings:
 QUICK = Settings(worlds=(2,), per_process_batches=(2, 16), norms=("batchnorm", "syncbn"), seeds=(0,), epochs=1)
 FULL = Settings(worlds=(2, 4), per_process_batches=(1, 2, 4, 8, 16), norms=NORMS, seeds=(0, 1, 2), epochs=8)
 
-RESOLVED_IN_QUICK = {"sync_matches": True, "groupnorm_matches": True, "local_worse": True,
-                     "worse_at_large": True}
+RESOLVED_IN_QUICK = frozenset({"sync_matches", "groupnorm_matches", "local_worse", "worse_at_large"})
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -226,7 +225,10 @@ def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved sync_bn.json's)."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["distributed"], results["single_process"], Settings(**results["settings"]))
-    results["checks"] = make_checks(results["analysis"], results["quick"])
+    checks = make_checks(results["analysis"])
+    present = frozenset(c["id"] for c in checks)  # the GroupNorm check needs GroupNorm runs
+    results["checks"], results["full_run_only"] = quick_mode_checks(checks, results["quick"],
+                                                                    RESOLVED_IN_QUICK & present)
     return write_outputs(results, out_dir, "sync_bn", summarize, report, plot)
 
 
@@ -273,7 +275,7 @@ def analyse(distributed_runs: list[dict[str, Any]], references: list[dict[str, A
     return {"table": table, "first_loss_gap": loss_gap, "test_error_gap": error_gap}
 
 
-def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """'Matches': the first training losses agree to 1e-4 (the same computation up to the order of
     float32 sums) and the test errors to within one test image per 2 (0.5 points), seed by seed.
     'Noticeably worse': local BatchNorm's test error above SyncBatchNorm's by more than two standard
@@ -289,28 +291,26 @@ def make_checks(analysis: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
         growing.append(gaps[-1] > gaps[0])
     refused = [f"{r['world']} x {r['per_process']}" for r in table if "batchnorm" in r and r["batchnorm"] is None]
     checks = [
-        check("SyncBatchNorm under DDP matches the single process on the global batch (largest difference in the first "
+        check("sync_matches", "SyncBatchNorm under DDP matches the single process on the global batch (largest difference in the first "
               f"{COMPARED_STEPS} losses {analysis['first_loss_gap']['syncbn']:.2g}, in test error "
               f"{analysis['test_error_gap']['syncbn']:.2f} points)",
-              analysis["first_loss_gap"]["syncbn"] <= 1e-4 and analysis["test_error_gap"]["syncbn"] <= 0.5, quick,
-              RESOLVED_IN_QUICK["sync_matches"]),
-        check("Tutorial: DDP without SyncBatchNorm converges noticeably worse: local BatchNorm's test error is above "
+              analysis["first_loss_gap"]["syncbn"] <= 1e-4 and analysis["test_error_gap"]["syncbn"] <= 0.5),
+        check("local_worse", "Tutorial: DDP without SyncBatchNorm converges noticeably worse: local BatchNorm's test error is above "
               f"SyncBatchNorm's by more than 2 s.e. at every (processes x per-process batch) that trains (it is at: "
               f"{worse_text}" + (f"; local BatchNorm cannot train at {', '.join(refused)}: one value per channel" if
                                  refused else "") + ")",
-              len(worse) == len(rows), quick, RESOLVED_IN_QUICK["local_worse"]),
-        check("Tutorial: ... especially with large batches: the gap at the largest per-process batch exceeds the gap at "
+              len(worse) == len(rows)),
+        check("worse_at_large", "Tutorial: ... especially with large batches: the gap at the largest per-process batch exceeds the gap at "
               "the smallest, for every number of processes (gaps by per-process batch: " + "; ".join(
                   f"{w} processes " + ", ".join(f"{r['gap'][0]:+.1f}" for r in rows if r["world"] == w)
                   for w in sorted({r["world"] for r in rows})) + " points)",
-              all(growing), quick, RESOLVED_IN_QUICK["worse_at_large"]),
+              all(growing)),
     ]
     if any("groupnorm" in r for r in table):
-        checks.append(check(
+        checks.append(check("groupnorm_matches", 
             "GroupNorm does not depend on how the batch is split: under DDP it matches the single process (first losses "
             f"{analysis['first_loss_gap']['groupnorm']:.2g}, test error {analysis['test_error_gap']['groupnorm']:.2f} points)",
-            analysis["first_loss_gap"]["groupnorm"] <= 1e-4 and analysis["test_error_gap"]["groupnorm"] <= 0.5, quick,
-            RESOLVED_IN_QUICK["groupnorm_matches"]))
+            analysis["first_loss_gap"]["groupnorm"] <= 1e-4 and analysis["test_error_gap"]["groupnorm"] <= 0.5))
     return checks
 
 
@@ -339,7 +339,7 @@ def report(results: dict[str, Any]) -> str:
               "for the global batch B, cosine to 0; test error (%) in eval mode on 450 test images."), "",
              *markdown_table(header, rows), "",
              "'cannot train': BatchNorm refuses a batch with one value per channel (as PyTorch's does).", "",
-             "## Checks", "", *check_lines(results["checks"]), "",
+             "## Checks", "", *check_lines(results), "",
              "## The tutorials' statement beside this run", "",
              "- Note 003, 7.3: without SyncBatchNorm, DDP training looks normal but converges noticeably worse, "
              "especially with large batches."]
