@@ -146,3 +146,18 @@ def write_outputs(results: dict[str, Any], out_dir: Path, name: str, summarize: 
     (out_dir / f"{name}.md").write_text(report(results))
     return {"summary": results["summary"], "checks": results["checks"],
             "full_run_only": results.get("full_run_only", []), "figures": results["figures"]}
+
+
+def cpu_seconds() -> float:
+    """CPU time used so far by this process and the subprocesses it waited for (MPI ranks, simulators):
+    on a shared machine a steadier measure of an experiment's cost than its wall time."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def duration(results: dict[str, Any]) -> str:
+    """'N s wall, M s CPU' for a run's record (the CPU part where the record has it)."""
+    text = f"{results['seconds']:.0f} s wall"
+    return text + (f", {results['cpu_seconds']:.0f} s CPU" if "cpu_seconds" in results else "")
