@@ -250,10 +250,9 @@ def analyse(init: list[dict[str, Any]], trained: list[dict[str, Any]], settings:
     """The formula's relative cross term at init: its mean per run (model, variant, depth, seed), the mean
     and standard error of those over the runs, and the median and largest single deviation. Per model
     and variant at the largest depth (mean over seeds): the stream's growth (the last connection's output
-    variance over the first one's input variance), the spread
+    variance over the first one's), the spread
     (max/min per branch kind) of the branch variance, and the R^2 of straight lines through the stream's
-    variance and through its logarithm (linear or geometric growth); after training, the growth from the
-    first connection's output to the last one's."""
+    variance and through its logarithm (linear or geometric growth); the same growth after training."""
     deepest = max(settings.depths)
     per_run = [float(np.mean(formula_error(r))) for r in init]
     every_error = np.abs(np.concatenate([formula_error(r) for r in init]))
@@ -267,7 +266,7 @@ def analyse(init: list[dict[str, Any]], trained: list[dict[str, Any]], settings:
             after = next(r for r in trained if r["model"] == model and r["variant"] == variant)
             streams = [np.array(r["out"]) for r in deep]
             out[f"{model}/{variant}"] = {
-                "growth_init": float(np.mean([r["out"][-1] / r["stream"][0] for r in deep])),
+                "growth_init": float(np.mean([r["out"][-1] / r["out"][0] for r in deep])),
                 "branch_spread_init": float(np.mean([spread_by_kind(r["branch"], r["kind"]) for r in deep])),
                 "linear_r2_init": float(np.mean([linear_fit_r2(v) for v in streams])),
                 "log_linear_r2_init": float(np.mean([linear_fit_r2(np.log(v)) for v in streams])),
@@ -350,8 +349,8 @@ def report(results: dict[str, Any]) -> str:
              f"## At depth {max(st['depths'])} (init, mean over seeds) and after training", "",
              *markdown_table(["model", "variant", "growth at init", "Var(F) max/min", "R^2 linear", "R^2 log",
                               "growth trained", "max formula deviation trained", "final train loss"], rows),
-             "", ("Var is the mean square over all elements of a fixed batch. Growth at init: the last connection's "
-                  "output variance over the first one's input; trained: over the first one's output. Formula "
+             "", ("Var is the mean square over all elements of a fixed batch. Growth: the last connection's output "
+                  "variance over the first one's output variance. Formula "
                   "deviation: (Var(x+F) - Var(x) - Var(F)) / (Var(x) + Var(F)) = 2 E[xF] / (Var(x) + Var(F)); at init "
                   f"its mean over all runs is {f['mean']:+.3f} +- {f['stderr']:.3f}, the median single deviation "
                   f"{f['median_abs']:.1%} and the largest {f['max_abs']:.1%}."),
