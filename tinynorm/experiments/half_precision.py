@@ -275,27 +275,26 @@ def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     accumulated. 'float32 result': within 1e-5 (relative; means in stds) of numpy's float32 pipeline."""
     far, over = analysis["far from zero"], analysis["variance above 65504"]
     half16 = far["tinynorm, float16 layer"]
-    cases = [c for c in CASES]
-    layer_gap = max(analysis[c]["layer_vs_float32"] for c in cases)
-    layer_error = max(max(analysis[c]["tinynorm, float32 layer"]["mean_max"], analysis[c]["tinynorm, float32 layer"]["var_max"])
-                      for c in cases)
+    layer_gap = max(analysis[c]["layer_vs_float32"] for c in CASES)
+    layer_error = max(max(analysis[c]["tinynorm, float32 layer"][key] for key in ("mean_max", "var_max"))
+                      for c in CASES)
     sim = analysis["cuda_simulator"]
-    sim_gap = max((sim[c] for c in cases), default=float("inf")) if "error" not in sim else float("inf")
+    sim_gap = float("inf") if "error" in sim else max(sim[c] for c in CASES)
+    sim_text = f"not run: {sim['error']}" if "error" in sim else f"largest difference {sim_gap:.2g}"
     overflowed = [over[n]["var_final"] == float("inf") for n in ("tinynorm, float16 layer", "float16 arithmetic")]
     return [
-        check("drift", "Running statistics kept in float16 drift from the true ones: channels far from zero, float16 buffers "
-              f"(float32 batch statistics) end {half16['mean_final']:.3g} stds off in the mean (storing the true mean "
-              f"in float16 costs at most {far['float16_half_ulp']:.3g}) and {half16['var_final']:.1%} in the variance",
-              half16["mean_final"] > far["float16_half_ulp"]),
-        check("overflow", f"A variance above float16's largest value ({over['largest_variance']:.3g} > {FLOAT16_MAX:.0f}) overflows "
-              f"float16 running statistics to inf (float16 buffers: {overflowed[0]}, float16 arithmetic: {overflowed[1]})",
-              all(overflowed)),
-        check("float32_layer", "tinynorm's float32 layer given float16 data gives the float32 result in every case (largest "
-              f"difference from numpy's float32 statistics {layer_gap:.2g}; error against float64 {layer_error:.2g})",
-              layer_gap <= 1e-5),
-        check("cuda", "The same on the CUDA path (Numba's simulator, tiny stream): the device's running statistics equal the "
-              + (f"CPU's (largest difference {sim_gap:.2g})" if "error" not in sim else f"CPU's (not run: {sim['error']})"),
-              sim_gap <= 1e-5),
+        check("drift", "Running statistics kept in float16 drift from the true ones: channels far from zero, float16 "
+              f"buffers (float32 batch statistics) end {half16['mean_final']:.3g} stds off in the mean (storing the "
+              f"true mean in float16 costs at most {far['float16_half_ulp']:.3g}) and {half16['var_final']:.1%} in the "
+              "variance", half16["mean_final"] > far["float16_half_ulp"]),
+        check("overflow", f"A variance above float16's largest value ({over['largest_variance']:.3g} > "
+              f"{FLOAT16_MAX:.0f}) overflows float16 running statistics to inf (float16 buffers: {overflowed[0]}, "
+              f"float16 arithmetic: {overflowed[1]})", all(overflowed)),
+        check("float32_layer", "tinynorm's float32 layer given float16 data gives the float32 result in every case "
+              f"(largest difference from numpy's float32 statistics {layer_gap:.2g}; error against float64 "
+              f"{layer_error:.2g})", layer_gap <= 1e-5),
+        check("cuda", "The same on the CUDA path (Numba's simulator, tiny stream): the device's running statistics "
+              f"equal the CPU's ({sim_text})", sim_gap <= 1e-5),
     ]
 
 

@@ -304,19 +304,22 @@ def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
               abs(f["mean"]) <= 2 * f["stderr"]),
         check("none_grows", "Without a norm the variance accumulates layer by layer, geometrically (R^2 of a line "
               f"through log Var: {show('log_linear_r2_init', 'none', '.3f')}; through Var: "
-              f"{show('linear_r2_init', 'none', '.3f')}): it grows {show('growth_init', 'none')}x over the deepest stack",
+              f"{show('linear_r2_init', 'none', '.3f')}): it grows {show('growth_init', 'none')}x over the deepest "
+              "stack",
               every(lambda a: a["log_linear_r2_init"] >= max(0.95, a["linear_r2_init"]), "none")),
         check("pre_linear", "Pre-LN: every branch gets a unit-scale input, so the stream still grows, about linearly "
               f"(R^2 of a line through Var: {show('linear_r2_init', 'pre', '.3f')}; through log Var: "
               f"{show('log_linear_r2_init', 'pre', '.3f')}; growth {show('growth_init', 'pre')}x; branch variance "
               f"max/min per kind {show('branch_spread_init', 'pre', '.2f')})",
               every(lambda a: a["linear_r2_init"] >= max(0.95, a["log_linear_r2_init"]), "pre")),
-        check("post_unit", f"Post-LN renormalizes the stream at every layer at initialization (output variance range "
-              f"{post_range})", all(abs(v - 1) <= 0.1 for m in MODELS for v in analysis[f"{m}/post"]["out_range_init"])),
+        check("post_unit", "Post-LN renormalizes the stream at every layer at initialization (output variance "
+              f"range {post_range})",
+              all(abs(v - 1) <= 0.1 for m in MODELS for v in analysis[f"{m}/post"]["out_range_init"])),
         check("pre_grows_trained", "After training, Pre-LN's stream still grows with depth (last/first layer output "
               f"variance {show('growth_trained', 'pre', '.2f')})", every(lambda a: a["growth_trained"] > 1, "pre")),
         check("post_flat_trained", "After training, Post-LN's stream does not grow with depth (last/first "
-              f"{show('growth_trained', 'post', '.2f')}, at most 2)", every(lambda a: a["growth_trained"] <= 2, "post")),
+              f"{show('growth_trained', 'post', '.2f')}, at most 2)",
+              every(lambda a: a["growth_trained"] <= 2, "post")),
     ]
 
 

@@ -246,17 +246,16 @@ def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     loss = paired(analysis, lambda e: e["final_validation"])
     return [
         check("scale", "LayerNorm-LSTM's hidden and cell state scales are stable over time after training "
-              f"(largest/smallest RMS over the steps: {spread_ln:.2f}, stable means <= 1.5)",
-              spread_ln <= 1.5),
-        check("scale_vs_lstm", f"... and more stable than the LSTM's (LSTM: {spread_lstm:.2f})", spread_ln < spread_lstm),
-        check("gradient_init", "LayerNorm eases vanishing gradients at initialization: more of the last step's gradient reaches "
-              f"the window's first step (log10 ratio LN-LSTM - LSTM: {grad_init[0]:+.2f} +- {grad_init[1]:.2f})",
-              grad_init[0] > 2 * grad_init[1]),
+              f"(largest/smallest RMS over the steps: {spread_ln:.2f}, stable means <= 1.5)", spread_ln <= 1.5),
+        check("scale_vs_lstm", f"... and more stable than the LSTM's (LSTM: {spread_lstm:.2f})",
+              spread_ln < spread_lstm),
+        check("gradient_init", "LayerNorm eases vanishing gradients at initialization: more of the last step's "
+              "gradient reaches the window's first step (log10 ratio LN-LSTM - LSTM: "
+              f"{grad_init[0]:+.2f} +- {grad_init[1]:.2f})", grad_init[0] > 2 * grad_init[1]),
         check("gradient_trained", f"... and after training ({grad_trained[0]:+.2f} +- {grad_trained[1]:.2f})",
               grad_trained[0] > 2 * grad_trained[1]),
-        check("convergence", "Ba et al.: LayerNorm-LSTM converges faster: lower validation loss after the same steps "
-              f"(LN-LSTM - LSTM: {loss[0]:+.3f} +- {loss[1]:.3f} nats)",
-              loss[0] < -2 * loss[1]),
+        check("convergence", "Ba et al.: LayerNorm-LSTM converges faster: lower validation loss after the same "
+              f"steps (LN-LSTM - LSTM: {loss[0]:+.3f} +- {loss[1]:.3f} nats)", loss[0] < -2 * loss[1]),
     ]
 
 
@@ -269,8 +268,9 @@ def summarize(results: dict[str, Any]) -> list[str]:
         for stage in ("init", "trained"):
             e = entry[stage]
             lines.append(f"- {LABELS[cell]}, {stage}: state scale spread over {st['long_len']} steps h "
-                         f"{max(e['spread_h']):.2f}, c {max(e['spread_c']):.2f}; gradient reaching {st['grad_len'] - 1} "
-                         f"steps back: 10^{np.mean(e['log10_gradient_first']):.1f} of the last step's")
+                         f"{max(e['spread_h']):.2f}, c {max(e['spread_c']):.2f}; gradient reaching "
+                         f"{st['grad_len'] - 1} steps back: 10^{np.mean(e['log10_gradient_first']):.1f} of the last "
+                         "step's")
         lines.append(f"- {LABELS[cell]}: final validation loss {np.mean(entry['final_validation']):.3f} nats")
     return lines
 

@@ -281,8 +281,8 @@ def analyse(distributed_runs: list[dict[str, Any]], references: list[dict[str, A
                 row[f"reference_{reference_norm}"] = summary_of(errors_of(theirs))
                 if norm in loss_gap and errors_of(mine) is not None and errors_of(theirs) is not None:
                     for run, reference in zip(mine, theirs):
-                        gap = abs(run["test_error"] - reference["test_error"]) / test_error_stderr(reference["test_error"])
-                        error_gap[norm] = max(error_gap[norm], gap)
+                        gap = abs(run["test_error"] - reference["test_error"])
+                        error_gap[norm] = max(error_gap[norm], gap / test_error_stderr(reference["test_error"]))
                         loss_gap[norm] = max(loss_gap[norm], float(np.max(np.abs(
                             np.subtract(run["first_losses"], reference["first_losses"])))))
             local, sync = (errors_of(matching(distributed_runs, norm=n, world=world, per_process=b))
@@ -313,7 +313,8 @@ def make_checks(analysis: dict[str, Any]) -> list[dict[str, Any]]:
 
     text, passed = matches("syncbn")
     checks = [
-        check("sync_matches", f"SyncBatchNorm under DDP matches the single process on the global batch ({text})", passed),
+        check("sync_matches", f"SyncBatchNorm under DDP matches the single process on the global batch ({text})",
+              passed),
         check("local_worse", "Tutorial: DDP without SyncBatchNorm converges noticeably worse: local BatchNorm's test "
               "error is above SyncBatchNorm's by more than 2 s.e. at every (processes x per-process batch) that trains "
               f"(it is at: {', '.join(worse) or 'none'}"
@@ -352,8 +353,8 @@ def report(results: dict[str, Any]) -> str:
              _cell(r.get("reference_batchnorm")), _cell(r["gap"])] for r in results["analysis"]["table"]]
     lines = ["# SyncBatchNorm under data parallelism", "",
              (f"Mode: {'quick' if results['quick'] else 'full'}, {duration(results)}, seeds {list(st['seeds'])}. "
-              f"MLP 64-{HIDDEN}-{HIDDEN}-10 on the 8x8 digits, {st['epochs']} epochs, SGD momentum 0.9, lr 0.1 x B / 32 "
-              "for the global batch B, cosine to 0; test error (%) in eval mode on 450 test images."), "",
+              f"MLP 64-{HIDDEN}-{HIDDEN}-10 on the 8x8 digits, {st['epochs']} epochs, SGD momentum 0.9, lr 0.1 x B / "
+              f"32 for the global batch B, cosine to 0; test error (%) in eval mode on {TEST_IMAGES} test images."), "",
              *markdown_table(header, rows), "",
              "'cannot train': BatchNorm refuses a batch with one value per channel (as PyTorch's does).", "",
              "## Checks", "", *check_lines(results), "",
