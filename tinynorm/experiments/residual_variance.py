@@ -35,7 +35,9 @@ from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs
+from .common import (
+    cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs,
+)
 from .common import progress as progress_bar
 
 MODELS = ("mlp", "transformer")
@@ -179,12 +181,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
         progress: bool = True) -> dict[str, Any]:
     """Profiles at initialization (every depth and seed) and after training (``train_depth``, first seed);
     write residual_variance.json, .md and .png into ``out_dir``."""
-    if device != "cpu":
-        raise ValueError(f"residual_variance.run: device={device!r} is not supported; only 'cpu' works")
     settings = QUICK if quick else FULL
-    seeds = tuple(seeds) if seeds is not None else settings.seeds
-    if not seeds:
-        raise ValueError("residual_variance.run: seeds must name at least one seed")
+    seeds = cpu_run_seeds("residual_variance", device, seeds, settings.seeds)
     out_dir = Path(out_dir)
     start, start_cpu = time.perf_counter(), cpu_seconds()
     text = load_text_corpus()

@@ -37,7 +37,9 @@ from ..ops import stack
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs
+from .common import (
+    cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs,
+)
 from .common import progress as progress_bar
 
 CELLS = ("lstm", "layernorm_lstm")
@@ -167,12 +169,8 @@ def train_one(cell: str, seed: int, settings: Settings, train_ids: np.ndarray, v
 def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
         progress: bool = True) -> dict[str, Any]:
     """Train both cells for every seed; write rnn_layernorm.json, .md and .png into ``out_dir``."""
-    if device != "cpu":
-        raise ValueError(f"rnn_layernorm.run: device={device!r} is not supported; only 'cpu' works")
     settings = QUICK if quick else FULL
-    seeds = tuple(seeds) if seeds is not None else settings.seeds
-    if not seeds:
-        raise ValueError("rnn_layernorm.run: seeds must name at least one seed")
+    seeds = cpu_run_seeds("rnn_layernorm", device, seeds, settings.seeds)
     out_dir = Path(out_dir)
     start, start_cpu = time.perf_counter(), cpu_seconds()
     text = load_text_corpus()
