@@ -28,9 +28,12 @@ def test_two_processes_with_sync_batch_norm_train_as_one_process_on_the_global_b
     for run in saved["distributed"]:
         assert run["world"] == 2 and run["global_batch"] == 2 * run["per_process"]
         assert run["steps"] == len(exp.global_batches(1347, run["global_batch"], st.epochs, run["seed"]))
-    assert saved["analysis"]["first_loss_gap"]["syncbn"] <= 1e-4  # the same computation, up to float32 sums
+    comparisons = saved["analysis"]["comparisons"]
+    assert comparisons["syncbn"]["first_update"] <= exp.ROUNDING  # the same computation, up to float32 sums
+    assert comparisons["syncbn"]["pairs"] == comparisons["reversed_batchnorm"]["pairs"] == 2
+    assert len(saved["single_process"]) == 2 * len(st.per_process_batches)  # as drawn and rows reversed
     local = {r["per_process"]: r for r in saved["distributed"] if r["norm"] == "batchnorm"}
-    reference = {r["per_process"]: r for r in saved["single_process"] if r["norm"] == "batchnorm"}
+    reference = {r["global_batch"]: r for r in saved["single_process"] if not r["reverse_rows"]}
     # local BatchNorm over 2 samples is a different computation from BatchNorm over the global 4
     assert abs(local[2]["first_losses"][5] - reference[4]["first_losses"][5]) > 1e-3
 
@@ -53,6 +56,15 @@ def test_models_and_the_one_value_per_channel_refusal():
     assert "more than 1 value per channel" in record["error"]
     trained = exp.train_and_test("groupnorm", 1, 0, 1, small)
     assert trained["steps"] == 40 and 0 <= trained["test_error"] <= 100
+
+
+def test_reversed_rows_are_the_same_training_rounded_differently():
+    data = exp.load_data()
+    small = tuple(a[:64] for a in data[:2]) + data[2:]
+    plain, flipped = (exp.train_and_test("batchnorm", 8, 0, 2, small, reverse_rows=r) for r in (False, True))
+    assert plain["first_losses"][0] == pytest.approx(flipped["first_losses"][0], abs=1e-6)
+    np.testing.assert_allclose(flipped["first_losses"], plain["first_losses"], atol=1e-4)
+    assert plain["train_loss"] == pytest.approx(np.mean(plain["first_losses"][-8:]), rel=1e-6)  # the last epoch
     with pytest.raises(ValueError, match="norm must be one of"):
         exp.make_model("layernorm")
     assert isinstance(exp.make_model("groupnorm")[1], nn.GroupNorm)

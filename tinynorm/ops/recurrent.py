@@ -36,6 +36,8 @@ class LSTMCellState(Function):
 
     The o quarter of the gates is not read; its gradient here is zero (``h'`` carries it)."""
 
+    backward_name = "AddBackward0"  # PyTorch's CPU LSTMCell ends c' with an add
+
     @staticmethod
     def forward(ctx: Context, gates: Any, c: Any) -> Any:
         xp, hidden = ctx.xp, c.shape[-1]
@@ -56,6 +58,8 @@ class LSTMCellState(Function):
 
 class GRUCellState(Function):
     """h' of a GRU from the input projections (B, 3H), the hidden projections (B, 3H) and h (B, H)."""
+
+    backward_name = "AddBackward0"  # PyTorch's CPU GRUCell ends h' with an add
 
     @staticmethod
     def forward(ctx: Context, input_gates: Any, hidden_gates: Any, h: Any) -> Any:
