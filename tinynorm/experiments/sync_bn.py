@@ -55,7 +55,7 @@ HIDDEN, GROUPS, REFERENCE_BATCH, BASE_LR = 128, 32, 32, 0.1
 COMPARED_STEPS = 20  # first training losses recorded, to follow how fast two runs drift apart
 FIRST_UPDATE = 2  # the first loss and the loss after one update: every part of the step, once
 ROUNDING = 1e-5  # "agree to float32 rounding": about 40 units in the last place of a loss near 2
-TIMEOUT_S = 1500
+TIMEOUT_S = 3600  # a guard against a hung MPI job; a loaded machine needs its margin
 TEST_IMAGES = 450  # load_digits()'s test split
 
 
@@ -71,7 +71,10 @@ class Settings:
 QUICK = Settings(worlds=(2,), per_process_batches=(2, 16), norms=("batchnorm", "syncbn"), seeds=(0,), epochs=1)
 FULL = Settings(worlds=(2, 4), per_process_batches=(1, 2, 4, 8, 16), norms=NORMS, seeds=(0, 1, 2), epochs=8)
 
-# What a quick run judges: the claims the full run bears out that quick runs with seeds 0-4 each passed.
+# What a quick run judges: the claims the full run bears out that quick runs with seeds 0-4 each passed (5/5).
+# Left to the full run: syncbn_same_error (5/5, but not a test there: of its two pairs the batch-16 one never
+# drifts apart, and with one difference of 0 the mean equals its standard error whatever the other is),
+# local_worse (fails in the full run; 4/5 quick), looks_normal and worse_at_large (fail in both).
 RESOLVED_IN_QUICK = frozenset({"syncbn_matches"})
 
 
@@ -423,6 +426,7 @@ def plot(results: dict[str, Any], file: Path) -> Path:
                 x, values = zip(*points)
                 ax.errorbar(x, [v[0] for v in values], yerr=[v[1] for v in values], fmt=style, label=label, capsize=2)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(st["per_process_batches"], [str(b) for b in st["per_process_batches"]])
         ax.set(xlabel="per-process batch", ylabel="test error (%)", title=f"{world} processes")
         ax.legend(fontsize=7)
     ax = axes[0][-1]
@@ -430,6 +434,7 @@ def plot(results: dict[str, Any], file: Path) -> Path:
         drift = np.maximum(comparison["drift"], 1e-9)  # an exact match drawn at the axis' floor
         ax.semilogy(np.arange(len(drift)), drift, "--" if name.startswith("reversed") else "-", label=COMPARED[name])
     ax.axhline(ROUNDING, color="gray", lw=0.8)
+    ax.set_xticks(range(0, COMPARED_STEPS, 5))
     ax.set(xlabel="training step", ylabel="largest loss difference", title="The same computation, rounded differently")
     ax.legend(fontsize=6)
     return save_figure(fig, file)
