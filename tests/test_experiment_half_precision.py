@@ -1,5 +1,4 @@
 """The half-precision statistics experiment: its quick run (CPU and the CUDA simulator) and its pipelines."""
-import json
 import math
 
 import numpy as np
@@ -10,31 +9,34 @@ pytest.importorskip("matplotlib")
 from tinynorm import dtypes
 from tinynorm.experiments import half_precision as exp
 
+from experiment_runs import quick_run_with_raw
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("half_precision")
-    results = exp.run(out_dir, quick=True, progress=False)
-    return out_dir, results, json.loads((out_dir / "half_precision.json").read_text())
+    return (out_dir, *quick_run_with_raw(exp, out_dir, "half_precision"))
 
 
 def test_writes_records_figure_and_checks(quick_run):
-    out_dir, results, saved = quick_run
+    out_dir, results, raw, saved = quick_run
     assert (out_dir / "half_precision.png").read_bytes().startswith(b"\x89PNG")
-    assert saved["checks"] == results["checks"] and {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
+    assert {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
     assert len(results["checks"]) + len(results["full_run_only"]) == 4
     assert [c["case"] for c in saved["cases"]] == list(exp.CASES)
     for case in saved["cases"]:
         assert len(case["steps"]) == exp.QUICK.batches // exp.QUICK.record_every
+        assert set(case["errors"]) == set(exp.PIPELINES)
+    for case in raw["cases"]:
         assert case["layer_vs_float32"] <= 1e-5  # float16 data, float32 statistics: the float32 result
-    overflow = saved["cases"][2]["final"]
+    overflow = raw["cases"][2]["final"]
     assert max(overflow["float64"]["var"]) > exp.FLOAT16_MAX
     assert math.isinf(max(overflow["tinynorm, float16 layer"]["var"]))
     assert all(math.isfinite(v) for v in overflow["tinynorm, float32 layer"]["var"])
 
 
 def test_the_cuda_path_in_the_simulator_gives_the_cpus_statistics(quick_run):
-    _, _, saved = quick_run
+    *_, saved = quick_run
     sim = saved["cuda_simulator"]
     assert "error" not in sim, sim
     assert all(sim[case] <= 1e-5 for case in exp.CASES)

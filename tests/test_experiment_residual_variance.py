@@ -1,6 +1,4 @@
 """The residual-variance experiment: its quick run's records, and the measurement walking the stream."""
-import json
-
 import numpy as np
 import pytest
 
@@ -10,31 +8,39 @@ import tinynorm
 from tinynorm.data import CharTokenizer, load_text_corpus
 from tinynorm.experiments import residual_variance as exp
 
+from experiment_runs import quick_run_with_raw
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("residual_variance")
-    results = exp.run(out_dir, quick=True, progress=False)
-    return out_dir, results, json.loads((out_dir / "residual_variance.json").read_text())
+    return (out_dir, *quick_run_with_raw(exp, out_dir, "residual_variance"))
 
 
 def test_writes_records_figure_and_checks(quick_run):
-    out_dir, results, saved = quick_run
+    out_dir, results, raw, saved = quick_run
     assert (out_dir / "residual_variance.png").read_bytes().startswith(b"\x89PNG")
-    assert saved["checks"] == results["checks"] and {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
+    assert {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
     assert len(results["checks"]) + len(results["full_run_only"]) == 6
     st = exp.QUICK
-    assert len(saved["init"]) == len(exp.MODELS) * len(exp.VARIANTS) * len(st.depths) * len(st.seeds)
-    for record in saved["init"]:
+    assert len(raw["init"]) == len(exp.MODELS) * len(exp.VARIANTS) * len(st.depths) * len(st.seeds)
+    for record in raw["init"]:
         units = record["depth"] * (2 if record["model"] == "transformer" else 1)
         assert all(len(record[key]) == units for key in ("stream", "branch", "sum", "cov", "out"))
         # the stream's variance is the previous connection's output
         np.testing.assert_allclose(record["stream"][1:], record["out"][:-1], rtol=1e-12)
         if record["variant"] == "post":  # LayerNorm with gain 1: exactly unit mean square (up to eps)
             np.testing.assert_allclose(record["out"], 1.0, atol=0.02)
-    assert len(saved["trained"]) == len(exp.MODELS) * len(exp.VARIANTS)
-    for record in saved["trained"]:
+    assert len(raw["trained"]) == len(exp.MODELS) * len(exp.VARIANTS)
+    for record in raw["trained"]:
         assert len(record["losses"]) == st.train_steps and record["losses"][-1] < record["losses"][0]
+    # the record keeps the deepest stack's profile (first seed) and the trained one, per model and variant
+    assert set(saved["profiles"]) == {f"{m}/{v}" for m in exp.MODELS for v in exp.VARIANTS}
+    deepest = next(r for r in raw["init"] if r["model"] == "mlp" and r["variant"] == "none"
+                   and r["depth"] == max(st.depths))
+    kept = saved["profiles"]["mlp/none"]["init"]
+    np.testing.assert_allclose(kept["sum"], deepest["sum"], rtol=1e-3)
+    np.testing.assert_allclose(kept["predicted"], np.add(deepest["stream"], deepest["branch"]), rtol=1e-3)
 
 
 @pytest.mark.parametrize("model", exp.MODELS)

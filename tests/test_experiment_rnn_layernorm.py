@@ -1,5 +1,4 @@
 """The LSTM vs LayerNorm-LSTM experiment: its quick run's records, and the measurements it is built on."""
-import json
 import math
 
 import numpy as np
@@ -10,31 +9,39 @@ pytest.importorskip("matplotlib")
 import tinynorm
 from tinynorm.experiments import rnn_layernorm as exp
 
+from experiment_runs import quick_run_with_raw
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("rnn_layernorm")
-    results = exp.run(out_dir, quick=True, progress=False)
-    return out_dir, results, json.loads((out_dir / "rnn_layernorm.json").read_text())
+    return (out_dir, *quick_run_with_raw(exp, out_dir, "rnn_layernorm"))
 
 
 def test_writes_records_figure_and_checks(quick_run):
-    out_dir, results, saved = quick_run
+    out_dir, results, raw, saved = quick_run
     assert (out_dir / "rnn_layernorm.png").read_bytes().startswith(b"\x89PNG")
-    assert saved["checks"] == results["checks"] and saved["full_run_only"] == results["full_run_only"]
+    assert saved["full_run_only"] == results["full_run_only"]
     assert {c["id"] for c in results["checks"]} == exp.RESOLVED_IN_QUICK
     assert len(results["checks"]) + len(results["full_run_only"]) == 5
     assert "Checks" in (out_dir / "rnn_layernorm.md").read_text()
-    runs = saved["runs"]
-    assert sorted((r["cell"], r["seed"]) for r in runs) == [("layernorm_lstm", 0), ("lstm", 0)]
     st = exp.QUICK
-    for run in runs:
+    assert sorted((r["cell"], r["seed"]) for r in raw["runs"]) == [("layernorm_lstm", 0), ("lstm", 0)]
+    for run in raw["runs"]:
         assert len(run["train_losses"]) == st.steps and all(math.isfinite(v) for v in run["train_losses"])
         first, last = run["validation"][0][1], run["validation"][-1][1]
         assert last < first - 0.5  # both models learn the characters' statistics and more
         for stage in ("init", "trained"):
             assert len(run[stage]["scale"]["h"]) == st.long_len and len(run[stage]["gradient"]) == st.grad_len
             assert run[stage]["gradient_relative"][-1] == 1.0
+    # the record: every run's outcome; the first seed's curves, thinned to the figure's resolution
+    assert [(r["cell"], r["seed"]) for r in saved["runs"]] == [(r["cell"], r["seed"]) for r in raw["runs"]]
+    assert all("train_losses" not in r for r in saved["runs"])
+    lstm = next(r for r in raw["runs"] if r["cell"] == "lstm")
+    curve = saved["first_seed"]["lstm"]["trained"]
+    assert len(curve["h"]) == len(curve["steps"]) == min(st.long_len, exp.CURVE_POINTS)
+    assert curve["steps"][0] == 0 and curve["steps"][-1] == st.long_len - 1
+    np.testing.assert_allclose(curve["h"], np.array(lstm["trained"]["scale"]["h"])[curve["steps"]], rtol=1e-3)
 
 
 def test_gradient_at_the_last_step_is_the_heads_backward():

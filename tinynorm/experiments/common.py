@@ -85,11 +85,9 @@ def environment() -> dict[str, Any]:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` plus the environment as indented JSON (numpy values converted); a payload that
-    already records its environment (a saved run analysed again) keeps it."""
+    """Write ``payload`` plus the environment as indented JSON (numpy values converted)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(payload)
-    record.setdefault("environment", environment())
+    record = dict(payload, environment=environment())
     path.write_text(json.dumps(record, indent=2, default=_to_builtin))
     return path
 
@@ -132,20 +130,6 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return lines
-
-
-def write_outputs(results: dict[str, Any], out_dir: Path, name: str, summarize: Any, report: Any,
-                  plot: Any) -> dict[str, Any]:
-    """Add the summary and the figure to an analysed run's ``results`` and write NAME.json, NAME.md and
-    NAME.png into ``out_dir``; returns what an experiment's ``run`` returns (summary, checks, the checks
-    left to the full run, figures).
-    ``summarize(results)`` gives Markdown lines, ``report(results)`` the page, ``plot(results, file)`` the figure."""
-    results["summary"] = summarize(results)
-    results["figures"] = [str(plot(results, out_dir / f"{name}.png"))]
-    write_json(out_dir / f"{name}.json", results)
-    (out_dir / f"{name}.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": results["checks"],
-            "full_run_only": results.get("full_run_only", []), "figures": results["figures"]}
 
 
 def cpu_seconds() -> float:

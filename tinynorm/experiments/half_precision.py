@@ -43,7 +43,8 @@ import numpy as np
 from .. import dtypes, nn
 from ..tensor import tensor
 from .claims import check, check_lines, quick_mode_checks
-from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, write_outputs
+from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure
+from .records import write_outputs
 
 MOMENTUM = 0.1
 PIPELINES = ("float64", "float32", "tinynorm, float32 layer", "tinynorm, float16 layer", "float16 arithmetic")
@@ -244,12 +245,19 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
 
 
 def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved half_precision.json's)."""
+    """Analysis, checks, summary, figure and the files, from a run's raw results."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results)
     results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
                                                                     results["quick"], RESOLVED_IN_QUICK)
-    return write_outputs(results, out_dir, "half_precision", summarize, report, plot)
+    return write_outputs(results, out_dir, "half_precision", summarize, report, plot, record_curves)
+
+
+def record_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """What the record keeps beyond the analysis: the momentum, the simulator's outcome and each case's
+    error curves over the stream (the per-channel final statistics are left out)."""
+    return {"momentum": results["momentum"], "cuda_simulator": results["cuda_simulator"],
+            "cases": [{"case": c["case"], "steps": c["steps"], "errors": c["errors"]} for c in results["cases"]]}
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -333,11 +341,11 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict[str, Any], file: Path) -> Path:
-    """Mean (top) and variance (bottom) error over the stream, one column per case, log scale; a statistic
-    that overflowed (inf) is drawn on the line at the top of its panel."""
+def plot(record: dict[str, Any], file: Path) -> Path:
+    """From the record: mean (top) and variance (bottom) error over the stream, one column per case, log
+    scale; a statistic that overflowed (inf) is drawn on the line at the top of its panel."""
     fig, axes = new_figure(ncols=len(CASES), nrows=2, size=(4.6, 3.4))
-    for column, case in enumerate(results["cases"]):
+    for column, case in enumerate(record["cases"]):
         for row, key in enumerate(("mean", "var")):
             ax = axes[row][column]
             curves = {name: np.array(case["errors"][name][key], dtype=np.float64) for name in PIPELINES[1:]}

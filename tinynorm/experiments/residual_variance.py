@@ -35,10 +35,9 @@ from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import (
-    cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs,
-)
+from .common import cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
 from .common import progress as progress_bar
+from .records import write_outputs
 
 MODELS = ("mlp", "transformer")
 VARIANTS = ("none", "pre", "post")
@@ -213,12 +212,30 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
 
 
 def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """Analysis, checks, summary, figure and files from a run's raw results (or a saved residual_variance.json's)."""
+    """Analysis, checks, summary, figure and files from a run's raw results."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["init"], results["trained"], Settings(**results["settings"]))
     results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
                                                                     results["quick"], RESOLVED_IN_QUICK)
-    return write_outputs(results, out_dir, "residual_variance", summarize, report, plot)
+    return write_outputs(results, out_dir, "residual_variance", summarize, report, plot, record_curves)
+
+
+def record_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """What the record keeps beyond the analysis, per model and variant: the deepest stack's profile at
+    init (first seed) and the trained model's, as Var(x + F) and Var(x) + Var(F) per connection."""
+    deepest, first = max(results["settings"]["depths"]), results["seeds"][0]
+
+    def sums(profile: dict[str, Any]) -> dict[str, list[float]]:
+        return {"sum": profile["sum"], "predicted": [a + f for a, f in zip(profile["stream"], profile["branch"])]}
+
+    profiles = {}
+    for model in MODELS:
+        for variant in VARIANTS:
+            init = next(p for p in results["init"] if p["model"] == model and p["variant"] == variant
+                        and p["depth"] == deepest and p["seed"] == first)
+            trained = next(p for p in results["trained"] if p["model"] == model and p["variant"] == variant)
+            profiles[f"{model}/{variant}"] = {"init": sums(init), "trained": sums(trained)}
+    return {"profiles": profiles}
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -363,21 +380,20 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict[str, Any], file: Path) -> Path:
-    """Per model: the stream's variance over the connections of the deepest model (solid: measured
-    Var(x_{l+1}); dots: Var(x_l) + Var(F) predicted), at init (first seed) and after training (dashed)."""
+def plot(record: dict[str, Any], file: Path) -> Path:
+    """From the record, per model: the stream's variance over the connections of the deepest model (solid:
+    measured Var(x_l + F); dots: Var(x_l) + Var(F) predicted), at init (first seed) and after training
+    (dashed)."""
     fig, axes = new_figure(ncols=2, size=(5.5, 4.0))
-    st = results["settings"]
+    st = record["settings"]
     colors = {"none": "tab:red", "pre": "tab:blue", "post": "tab:green"}
     for ax, model in zip(axes[0], MODELS):
         for variant in VARIANTS:
-            r = next(p for p in results["init"] if p["model"] == model and p["variant"] == variant
-                     and p["depth"] == max(st["depths"]) and p["seed"] == results["seeds"][0])
-            layers = np.arange(1, len(r["out"]) + 1)
+            profiles = record["profiles"][f"{model}/{variant}"]
+            r, t = profiles["init"], profiles["trained"]
+            layers = np.arange(1, len(r["sum"]) + 1)
             ax.semilogy(layers, r["sum"], "-", color=colors[variant], label=f"{LABELS[variant]}: Var(x + F), init")
-            ax.semilogy(layers, np.array(r["stream"]) + np.array(r["branch"]), ".", color=colors[variant], markersize=3,
-                        label="Var(x) + Var(F)")
-            t = next(p for p in results["trained"] if p["model"] == model and p["variant"] == variant)
+            ax.semilogy(layers, r["predicted"], ".", color=colors[variant], markersize=3, label="Var(x) + Var(F)")
             ax.semilogy(np.arange(1, len(t["sum"]) + 1), t["sum"], "--", color=colors[variant],
                         label=f"{LABELS[variant]}, trained (depth {st['train_depth']})")
         ax.set(xlabel="residual connection", ylabel="variance", title=f"{model}: residual stream")

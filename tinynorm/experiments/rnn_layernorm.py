@@ -37,15 +37,15 @@ from ..ops import stack
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import (
-    cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs,
-)
+from .common import cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
 from .common import progress as progress_bar
+from .records import thinned, write_outputs
 
 CELLS = ("lstm", "layernorm_lstm")
 LABELS = {"lstm": "LSTM", "layernorm_lstm": "LayerNorm-LSTM"}
 VALIDATION_SHARE = 0.1
 PROBE_SEED = 4321  # the fixed windows the measurements use
+CURVE_POINTS = 128  # per state-scale curve in the record (a window's steps, evenly spaced)
 
 
 @dataclass(frozen=True)
@@ -191,12 +191,29 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
 
 
 def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved rnn_layernorm.json's)."""
+    """Analysis, checks, summary, figure and the files, from a run's raw results."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["runs"], Settings(**results["settings"]))
     results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
                                                                     results["quick"], RESOLVED_IN_QUICK)
-    return write_outputs(results, out_dir, "rnn_layernorm", summarize, report, plot)
+    return write_outputs(results, out_dir, "rnn_layernorm", summarize, report, plot, record_curves)
+
+
+def record_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """What the record keeps beyond the analysis: every run's validation curve and final training loss
+    (mean of the last tenth of the steps); for the first seed, the state scales over time (``CURVE_POINTS``
+    evenly spaced steps) and the relative gradient through time, at init and after training."""
+    runs = [{"cell": r["cell"], "seed": r["seed"], "validation": r["validation"],
+             "final_validation": r["final_validation"],
+             "final_train_loss": float(np.mean(r["train_losses"][-max(1, len(r["train_losses"]) // 10):]))}
+            for r in results["runs"]]
+    first = [r for r in results["runs"] if r["seed"] == results["seeds"][0]]
+    steps = thinned(range(results["settings"]["long_len"]), CURVE_POINTS)
+    over_time = {r["cell"]: {stage: {"steps": steps, "h": thinned(r[stage]["scale"]["h"], CURVE_POINTS),
+                                     "c": thinned(r[stage]["scale"]["c"], CURVE_POINTS),
+                                     "gradient_relative": r[stage]["gradient_relative"]}
+                             for stage in ("init", "trained")} for r in first}
+    return {"runs": runs, "first_seed": over_time}
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -301,24 +318,25 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict[str, Any], file: Path) -> Path:
-    """State scale over time, gradient through time (trained, first seed; dashed: init), validation curves."""
+def plot(record: dict[str, Any], file: Path) -> Path:
+    """From the record: state scale over time, gradient through time (first seed; solid: trained, dotted:
+    init), validation curves of every seed."""
     fig, axes = new_figure(ncols=3, size=(5.0, 3.8))
-    st = results["settings"]
+    st = record["settings"]
     colors = {"lstm": "tab:blue", "layernorm_lstm": "tab:orange"}
-    first = {r["cell"]: r for r in results["runs"] if r["seed"] == results["seeds"][0]}
-    for cell, run in first.items():
+    for cell, stages in record["first_seed"].items():
         for stage, style in (("trained", "-"), ("init", ":")):
-            axes[0][0].semilogy(run[stage]["scale"]["h"], style, color=colors[cell], label=f"{LABELS[cell]} h, {stage}")
-            axes[0][0].semilogy(run[stage]["scale"]["c"], "--" if stage == "trained" else "-.", color=colors[cell],
+            curve = stages[stage]
+            axes[0][0].semilogy(curve["steps"], curve["h"], style, color=colors[cell], label=f"{LABELS[cell]} h, {stage}")
+            axes[0][0].semilogy(curve["steps"], curve["c"], "--" if stage == "trained" else "-.", color=colors[cell],
                                 alpha=0.6, label=f"{LABELS[cell]} c, {stage}")
             distance = np.arange(st["grad_len"])[::-1]
-            axes[0][1].semilogy(distance, run[stage]["gradient_relative"], style, color=colors[cell],
+            axes[0][1].semilogy(distance, curve["gradient_relative"], style, color=colors[cell],
                                 label=f"{LABELS[cell]}, {stage}")
-    for run in results["runs"]:
+    for run in record["runs"]:
         steps, losses = zip(*run["validation"])
         axes[0][2].plot(steps, losses, color=colors[run["cell"]], alpha=0.7,
-                        label=LABELS[run["cell"]] if run["seed"] == results["seeds"][0] else None)
+                        label=LABELS[run["cell"]] if run["seed"] == record["seeds"][0] else None)
     axes[0][0].set(xlabel="time step", ylabel="RMS of the state", title="State scale over time")
     axes[0][1].set(xlabel="steps back from the last position", ylabel="gradient norm / last step's",
                    title="Gradient through time")

@@ -47,7 +47,8 @@ from ..optim.lr_scheduler import CosineAnnealingLR
 from ..random import manual_seed
 from ..tensor import tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded, write_outputs
+from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
+from .records import write_outputs
 
 NORMS = ("batchnorm", "syncbn", "groupnorm")
 LABELS = {"batchnorm": "local BatchNorm", "syncbn": "SyncBatchNorm", "groupnorm": "GroupNorm (32 groups)"}
@@ -242,12 +243,24 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
 
 
 def finish(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """Analysis, checks, summary, figure and the files, from a run's raw results (or a saved sync_bn.json's)."""
+    """Analysis, checks, summary, figure and the files, from a run's raw results."""
     out_dir = Path(out_dir)
     results["analysis"] = analyse(results["distributed"], results["single_process"], Settings(**results["settings"]))
     results["checks"], results["full_run_only"] = quick_mode_checks(make_checks(results["analysis"]),
                                                                     results["quick"], RESOLVED_IN_QUICK)
-    return write_outputs(results, out_dir, "sync_bn", summarize, report, plot)
+    return write_outputs(results, out_dir, "sync_bn", summarize, report, plot, record_curves)
+
+
+def record_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """What the record keeps beyond the analysis (which holds the figure's data): the model's sizes and
+    every run's outcome (test error, training loss, or the error that stopped it), without its per-step
+    losses."""
+    def outcome(run: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in run.items() if key != "first_losses"}
+
+    return {"hidden": results["hidden"], "groups": results["groups"],
+            "distributed": [outcome(r) for r in results["distributed"]],
+            "single_process": [outcome(r) for r in results["single_process"]]}
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -412,10 +425,10 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: dict[str, Any], file: Path) -> Path:
-    """Test error against the per-process batch, one panel per number of processes; then how far runs
-    that compute the same thing drift apart over the first steps."""
-    st, analysis = results["settings"], results["analysis"]
+def plot(record: dict[str, Any], file: Path) -> Path:
+    """From the record: test error against the per-process batch, one panel per number of processes; then
+    how far runs that compute the same thing drift apart over the first steps."""
+    st, analysis = record["settings"], record["analysis"]
     fig, axes = new_figure(ncols=len(st["worlds"]) + 1, size=(5.0, 3.8))
     for ax, world in zip(axes[0], st["worlds"]):
         rows = [r for r in analysis["table"] if r["world"] == world]
