@@ -166,6 +166,8 @@ def test_cells_equal_pytorch(kind, kwargs, batched):
         sum((t * to_torch(v)).sum() for t, v in zip(tout, upstream)).backward()
         for o, t in zip(out, tout):
             np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+            if batched:  # PyTorch's node names (LSTMCell: Mul, Add); unbatched ones end with squeeze's
+                assert o.grad_fn.name() == t.grad_fn.name()
         for m, r in zip(mine, reference):
             np.testing.assert_allclose(m.grad.numpy(), r.grad.numpy(), rtol=1e-9, atol=1e-12)
         for name, param in ours.named_parameters():
