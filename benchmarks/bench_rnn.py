@@ -9,7 +9,8 @@ sequence is timed for
 and, to bound what a compiled (Numba) kernel for the fused op could still save, the fused op's own
 forward+backward at the step's shape times the number of steps, as a share of the layer's time.
 
-Run: ``python benchmarks/bench_rnn.py [--threads 1] [--clock cpu] [--repeat 9] [--out PATH]``
+Run: ``python benchmarks/bench_rnn.py [--threads 1] [--clock cpu] [--repeat 9 | --quick] [--out PATH]``
+(or ``tinynorm bench rnn``)
 (default ``--out benchmarks/out/bench_rnn.json``).
 """
 from __future__ import annotations
@@ -124,7 +125,10 @@ def main() -> None:
                         help="threads for Numba, PyTorch and numpy's BLAS alike")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="'cpu' counts this process's CPU time: steadier on a busy machine, needs --threads 1")
+    parser.add_argument("--quick", action="store_true", help="fewer timing samples (3), for a first look")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat = 3
     if args.clock == "cpu" and args.threads != 1:
         parser.error("--clock cpu needs --threads 1 (idle worker threads spinning would count as work)")
     numba.set_num_threads(args.threads)

@@ -2,7 +2,7 @@
 
     tinynorm demo                       quick experiments + a short kernel benchmark -> results/report.md
     tinynorm experiment NAME [options]  one experiment, quick or full
-    tinynorm bench [norms|engine|conv]  the benchmarks in benchmarks/
+    tinynorm bench [NAME ...]           the benchmarks in benchmarks/ (norms, engine, conv, rnn)
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ EXPERIMENTS = {
     "half-precision": "half_precision",
     "sync-bn": "sync_bn",
 }
-BENCHMARKS = ("norms", "engine", "conv")
+BENCHMARKS = ("norms", "engine", "conv", "rnn")
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
