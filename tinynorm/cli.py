@@ -2,7 +2,7 @@
 
     tinynorm demo                       quick experiments + a short kernel benchmark -> results/report.md
     tinynorm experiment NAME [options]  one experiment, quick or full
-    tinynorm bench [norms|engine|conv]  the benchmarks in benchmarks/
+    tinynorm bench [NAME ...]           the benchmarks in benchmarks/ (norms, engine, conv, rnn)
 """
 from __future__ import annotations
 
@@ -20,8 +20,12 @@ EXPERIMENTS = {
     "placement": "placement",
     "rms-vs-ln": "rms_vs_ln",
     "standardization": "standardization",
+    "rnn-layernorm": "rnn_layernorm",
+    "residual-variance": "residual_variance",
+    "half-precision": "half_precision",
+    "sync-bn": "sync_bn",
 }
-BENCHMARKS = ("norms", "engine", "conv")
+BENCHMARKS = ("norms", "engine", "conv", "rnn")
 BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 
 

@@ -130,3 +130,29 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return lines
+
+
+def cpu_seconds() -> float:
+    """CPU time used so far by this process and the subprocesses it waited for (MPI ranks, simulators):
+    on a shared machine a steadier measure of an experiment's cost than its wall time."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def duration(results: dict[str, Any]) -> str:
+    """'N s wall, M s CPU' for a run's record (the CPU part where the record has it)."""
+    text = f"{results['seconds']:.0f} s wall"
+    return text + (f", {results['cpu_seconds']:.0f} s CPU" if "cpu_seconds" in results else "")
+
+
+def cpu_run_seeds(experiment: str, device: str, seeds: Any, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The seeds of a CPU-only experiment's run: ``seeds``, or ``default`` when None; a clear error for
+    another device or an empty list."""
+    if device != "cpu":
+        raise ValueError(f"{experiment}.run: device={device!r} is not supported; only 'cpu' works")
+    chosen = tuple(seeds) if seeds is not None else default
+    if not chosen:
+        raise ValueError(f"{experiment}.run: seeds must name at least one seed")
+    return chosen
