@@ -1,6 +1,6 @@
-# compat: rtol=3e-4
 """Next-value prediction on a sine wave with a two-layer nn.GRU (seq-first input, an explicit initial
-hidden state) and a Linear head, trained with Adam and gradient clipping; an nn.RNN against its recurrence written out."""
+hidden state) and a Linear head, trained with Adam and gradient clipping; an nn.RNN
+against its recurrence written out."""
 import numpy as np
 import torch
 import torch.nn as nn

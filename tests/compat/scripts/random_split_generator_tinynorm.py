@@ -21,7 +21,8 @@ other = random_split(dataset, [30, 10, 10], generator=torch.Generator().manual_s
 print("other seed, other split:", list(other[0].indices) != list(train_set.indices))
 
 x, y = train_set[0]
-print("a subset item is a dataset item:", torch.equal(x, features[train_set.indices[0]]), y.item() == x[0].item() / 2 % 5)
+print("a subset item is a dataset item:", torch.equal(x, features[train_set.indices[0]]),
+      y.item() == x[0].item() / 2 % 5)
 
 first_five = Subset(dataset, range(5))
 print(len(first_five), first_five[4][1].item())

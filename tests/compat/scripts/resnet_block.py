@@ -58,7 +58,8 @@ with torch.no_grad():
         if param.dim() > 1:
             param.copy_(torch.from_numpy(rng.normal(0, np.sqrt(2 / param[0].numel()), param.shape).astype(np.float32)))
     model.linear.bias.zero_()
-print(sum(p.numel() for p in model.parameters()), model.conv1.bias, [k for k in model.state_dict() if "layer2.shortcut" in k])
+print(sum(p.numel() for p in model.parameters()), model.conv1.bias,
+      [k for k in model.state_dict() if "layer2.shortcut" in k])
 
 images = torch.from_numpy(rng.standard_normal((16, 3, 8, 8)).astype(np.float32))
 labels = torch.from_numpy(np.arange(16) % 4)

@@ -43,8 +43,8 @@ print("same input gradient:", torch.allclose(mine, x.grad, atol=1e-5),
       "same weight gradient:", torch.allclose(rms_norm.weight.grad, builtin.weight.grad, atol=1e-5))
 print("weight grad", [round(v, 5) for v in builtin.weight.grad.tolist()])
 print("F.rms_norm:", torch.allclose(nn.functional.rms_norm(x, (dim,), builtin.weight, 1e-6), builtin(x), atol=1e-6))
-print("eps=None uses the dtype's eps:", torch.allclose(nn.RMSNorm(dim)(x), RMSNorm(dim, eps=torch.finfo(torch.float32).eps)(x),
-                                                      atol=1e-6))
+machine_eps = torch.finfo(torch.float32).eps
+print("eps=None uses the dtype's eps:", torch.allclose(nn.RMSNorm(dim)(x), RMSNorm(dim, eps=machine_eps)(x), atol=1e-6))
 
 layer_norm = nn.LayerNorm(dim, elementwise_affine=False)
 out_ln = layer_norm(x)
