@@ -35,6 +35,7 @@ def test_line_counts_must_be_equal():
 
 def test_library_names_in_shapes_and_dtypes_are_one_form():
     assert matches("torch.Size([2, 3]) torch.float32 torch.int64", "tinynorm.Size([2, 3]) float32 int64")
+    assert matches("tensor([1.], dtype=torch.float64)", "tensor([1.], dtype=tinynorm.float64)")
     assert not matches("torch.Size([2, 3])", "(2, 3)")
     assert not matches("torch.float32", "float64")
 
