@@ -4,7 +4,8 @@ import json
 import subprocess
 import sys
 
-from test_scripts import HERE, compare_outputs, header, numbers_match, swap_imports
+from harness import HERE, compare_outputs, header, numbers_match, swap_imports
+from status import Differs, Fails, shows_expected_failure
 
 
 def matches(theirs: str, ours: str, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
@@ -67,3 +68,16 @@ def test_runner_reports_output_errors_and_exit(tmp_path):
     assert results["prints.py"]["stdout"] == "hello 1.5\n" and results["prints.py"]["error"] is None
     assert results["fails.py"]["stdout"] == "before\n" and "ValueError: stop" in results["fails.py"]["error"]
     assert results["writes.py"]["stdout"] == "x\n" and not (tmp_path / "file.txt").exists()
+
+
+def test_an_expected_failure_must_fail_in_the_way_its_entry_names():
+    raised = {"error": "Traceback ...\nAttributeError: module 'tinynorm' has no attribute 'einsum'\n", "stdout": ""}
+    ran = {"error": None, "stdout": "1.0\n"}
+    missing = Fails("missing torch.einsum", "has no attribute 'einsum'")
+    assert shows_expected_failure(missing, raised, [])
+    assert not shows_expected_failure(Fails("missing torch.topk", "has no attribute 'topk'"), raised, [])
+    assert not shows_expected_failure(missing, ran, [])
+    differs = Differs("repr of a parameter", 3)
+    assert shows_expected_failure(differs, ran, ["PyTorch printed 4 lines, tinynorm 3", "line 3:\n ..."])
+    assert not shows_expected_failure(differs, ran, ["line 2:\n ...", "line 3:\n ..."])
+    assert not shows_expected_failure(differs, ran, []) and not shows_expected_failure(differs, raised, [])
