@@ -3,9 +3,9 @@
     python -m tests.compat.report [NAME ...]
 
 Runs the PyTorch originals and the tinynorm copies (all scripts, or those named) as the tests do, then
-prints one line per script: ``pass``, ``expected failure`` (as status.py says), ``PASSES NOW`` (its
-entry must go) or ``FAILS`` (no entry, or another failure than its entry names), with the reason. Exits
-with status 1 when status.py needs a change.
+prints one line per script: the CPU seconds it took with each library, and ``pass``, ``expected failure``
+(as status.py says), ``PASSES NOW`` (its entry must go) or ``FAILS`` (no entry, or another failure than
+its entry names), with the reason. Exits with status 1 when status.py needs a change.
 """
 import importlib.util
 import sys
@@ -37,18 +37,26 @@ def main(names: list[str]) -> int:
         return 2
     selected = [name for name in names or NAMES if not missing_requirements(name)]
     for name in sorted(set(names or NAMES) - set(selected)):
-        print(f"{name:28} skipped           needs {', '.join(missing_requirements(name))}")
+        print(f"{name:28} skipped  needs {', '.join(missing_requirements(name))}")
     libraries = ("torch", "tinynorm") if importlib.util.find_spec("torch") else ("tinynorm",)
     results = run_scripts(selected, libraries)
     counts: dict[str, int] = {}
+    suggestions = []
     for name in selected:
         word, reason = status_of(name, results)
         counts[word] = counts.get(word, 0) + 1
-        print(f"{name:28} {word:17} {reason}")
-    seconds = ", ".join(f"{library} {sum(r['cpu_s'] for r in results[library].values()):.1f} s"
+        seconds = " ".join(f"{results[library][name]['cpu_s']:5.1f}" for library in libraries)
+        print(f"{name:28} {seconds} s  {word:17} {reason}")
+        if word == "FAILS" and results["tinynorm"][name]["error"]:
+            error = last_error_line(results["tinynorm"][name]).partition(": ")[2]
+            suggestions.append(f"    {name!r}: Fails('REASON', {error!r}),")
+    totals = ", ".join(f"{library} {sum(r['cpu_s'] for r in results[library].values()):.1f} s"
                         for library in libraries)
     print(f"\n{len(selected)} scripts: " + ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
-          + f"; CPU time {seconds}")
+          + f"; CPU time {totals}")
+    if suggestions:
+        print("\nEntries for status.py, if these failures are expected (a missing name as the reason):")
+        print("\n".join(suggestions))
     return 1 if counts.get("FAILS") or counts.get("PASSES NOW") else 0
 
 
