@@ -81,3 +81,25 @@ def test_an_expected_failure_must_fail_in_the_way_its_entry_names():
     assert shows_expected_failure(differs, ran, ["PyTorch printed 4 lines, tinynorm 3", "line 3:\n ..."])
     assert not shows_expected_failure(differs, ran, ["line 2:\n ...", "line 3:\n ..."])
     assert not shows_expected_failure(differs, ran, []) and not shows_expected_failure(differs, raised, [])
+
+
+def test_report_names_each_status_and_the_entries_to_change(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE.parent.parent))  # the report runs as python -m tests.compat.report
+    from tests.compat import harness as report_harness, report, status as report_status
+    monkeypatch.setattr(report, "EXPECTED_FAILURES", {
+        "missing_name": report_status.Fails("missing torch.einsum", "has no attribute 'einsum'"),
+        "fixed_now": report_status.Fails("missing torch.topk", "has no attribute 'topk'"),
+        "fails_otherwise": report_status.Fails("missing torch.topk", "has no attribute 'topk'")})
+    monkeypatch.setattr(report_harness, "header", lambda name: {"rtol": 1e-4, "atol": 1e-5, "requires": ""})
+    printed = {"error": None, "stdout": "1.0\n"}
+    einsum = {"error": "AttributeError: module 'tinynorm' has no attribute 'einsum'\n", "stdout": ""}
+    results = {"torch": dict.fromkeys(["missing_name", "fixed_now", "fails_otherwise", "plain"], printed),
+               "tinynorm": {"missing_name": einsum, "fixed_now": printed, "fails_otherwise": einsum,
+                            "plain": {"error": None, "stdout": "1.1\n"}}}
+    assert report.status_of("missing_name", results) == ("expected failure", "missing torch.einsum")
+    assert report.status_of("fixed_now", results)[0] == "PASSES NOW"
+    word, reason = report.status_of("fails_otherwise", results)
+    assert word == "FAILS" and "einsum" in reason and "expects: missing torch.topk" in reason
+    assert report.status_of("plain", results)[0] == "FAILS"
+    results["tinynorm"]["plain"] = printed
+    assert report.status_of("plain", results) == ("pass", "")
