@@ -1,12 +1,13 @@
 """Running the tutorial scripts with each library and comparing what they print.
 
 ``scripts/NAME.py`` is a plain PyTorch script as a user writes it; ``scripts/NAME_tinynorm.py`` is the same
-file with ``import torch`` made ``import tinynorm as torch`` (and ``torch.x`` imports made
-``tinynorm.x``). Each library runs its scripts in one subprocess (``runner.py``); the two processes run
-side by side, one thread each. A copy passes when it runs to the end (its own asserts included) and, where
-PyTorch is installed, prints what the original prints: the same text, and numbers equal within float32
-tolerance. A script may declare its own tolerance or requirements in its first line, e.g.
-``# compat: rtol=1e-3 atol=1e-4 requires=sklearn``.
+file with ``import torch`` made ``import tinynorm as torch`` (and ``torch.x`` imports made ``tinynorm.x``).
+Each library runs its scripts one after another in one subprocess (``runner.py``), so a script that changes
+a global setting (print options, default device) restores it before it ends; the two processes run side by
+side, one thread each. A copy passes when it runs to the end (its own asserts included) and, where PyTorch
+is installed, prints what the original prints: the same text, and numbers equal within float32 tolerance. A
+script may declare its own tolerance or requirements in its first line, e.g. ``# compat: rtol=1e-3 atol=1e-4
+requires=sklearn``.
 """
 import importlib.util
 import json
@@ -65,8 +66,8 @@ def script_path(library: str, name: str) -> Path:
 def run_scripts(names: list[str], libraries: tuple[str, ...] = LIBRARIES) -> dict[str, dict[str, dict]]:
     """What each script printed and raised with each library: ``{library: {name: result}}``.
 
-    A result has ``stdout``, ``stderr``, ``error`` (a traceback, or None) and ``cpu_s``. A process that
-    dies reports the script it died in, and those after it, as errors.
+    A result has ``stdout``, ``stderr``, ``error`` (a traceback, or None) and ``cpu_s``. A runner that
+    dies reports the scripts it did not finish as errors.
     """
     with tempfile.TemporaryDirectory() as workdir:
         environment = dict(os.environ, **SINGLE_THREADED)
