@@ -5,8 +5,8 @@ import numpy as np
 import torch
 
 rng = np.random.default_rng(29)
-x = torch.ones(5)  # input tensor
-y = torch.zeros(3)  # expected output
+x = torch.ones(5)  # the features
+y = torch.zeros(3)  # the targets
 w = torch.tensor(rng.standard_normal((5, 3)), dtype=torch.float32, requires_grad=True)
 b = torch.tensor(rng.standard_normal(3), dtype=torch.float32, requires_grad=True)
 z = torch.matmul(x, w)+b

@@ -40,7 +40,7 @@ class Net(nn.Module):
     def forward(self, x):
         x = self.pool(F.relu(self.conv1(x)))
         x = self.pool(F.relu(self.conv2(x)))
-        x = torch.flatten(x, 1) # flatten all dimensions except batch
+        x = torch.flatten(x, 1)  # one row of features per image
         x = F.relu(self.fc1(x))
         x = F.relu(self.fc2(x))
         x = self.fc3(x)
@@ -56,25 +56,25 @@ with torch.no_grad():
 criterion = nn.CrossEntropyLoss()
 optimizer = optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
-for epoch in range(3):  # loop over the dataset multiple times
+for epoch in range(3):  # three passes over the training images
 
     running_loss = 0.0
     for i, data in enumerate(trainloader, 0):
-        # get the inputs; data is a list of [inputs, labels]
+        # each batch arrives as [images, labels]
         inputs, labels = data
 
-        # zero the parameter gradients
+        # gradients accumulate: clear the previous batch's
         optimizer.zero_grad()
 
-        # forward + backward + optimize
+        # predict, measure the loss, differentiate, update
         outputs = net(inputs)
         loss = criterion(outputs, labels)
         loss.backward()
         optimizer.step()
 
-        # print statistics
+        # report the mean loss now and then
         running_loss += loss.item()
-        if i % 5 == 4:    # print every 5 mini-batches
+        if i % 5 == 4:  # after every fifth batch
             print(f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 5:.3f}')
             running_loss = 0.0
 
@@ -95,37 +95,37 @@ print('Predicted: ', ' '.join(f'{classes[predicted[j]]:5s}' for j in range(4)))
 
 correct = 0
 total = 0
-# since we're not training, we don't need to calculate the gradients for our outputs
+# evaluation records no graph
 with torch.no_grad():
     for data in testloader:
         images, labels = data
-        # calculate outputs by running images through the network
+        # scores for the ten classes
         outputs = net(images)
-        # the class with the highest energy is what we choose as prediction
+        # the best-scoring class is the prediction
         _, predicted = torch.max(outputs.data, 1)
         total += labels.size(0)
         correct += (predicted == labels).sum().item()
 
 print(f'Accuracy of the network on the {total} test images: {100 * correct // total} %')
 
-# prepare to count predictions for each class
+# per-class tallies
 correct_pred = {classname: 0 for classname in classes}
 total_pred = {classname: 0 for classname in classes}
 
-# again no gradients needed
+# evaluation again
 with torch.no_grad():
     for data in testloader:
         images, labels = data
         outputs = net(images)
         _, predictions = torch.max(outputs, 1)
-        # collect the correct predictions for each class
+        # count hits per true class
         for label, prediction in zip(labels, predictions):
             if label == prediction:
                 correct_pred[classes[label]] += 1
             total_pred[classes[label]] += 1
 
 
-# print accuracy for each class
+# accuracy class by class
 for classname, correct_count in correct_pred.items():
     accuracy = 100 * float(correct_count) / total_pred[classname]
     print(f'Accuracy for class: {classname:5s} is {accuracy:.1f} %')

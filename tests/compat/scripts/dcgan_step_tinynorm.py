@@ -84,7 +84,7 @@ batch = 6
 for i in range(3):
     real = torch.from_numpy(rng.uniform(-1, 1, (batch, nc, 16, 16)).astype(np.float32))
     noise = torch.from_numpy(rng.normal(size=(batch, nz, 1, 1)).astype(np.float32))
-    # (1) Update D: maximize log(D(x)) + log(1 - D(G(z)))
+    # the discriminator learns to call real images real and generated ones fake
     netD.zero_grad()
     label = torch.full((batch,), real_label, dtype=torch.float)
     output = netD(real).view(-1)
@@ -99,7 +99,7 @@ for i in range(3):
     D_G_z1 = output.mean().item()
     errD = errD_real + errD_fake
     optimizerD.step()
-    # (2) Update G: maximize log(D(G(z)))
+    # the generator learns to have its images called real
     netG.zero_grad()
     label.fill_(real_label)
     output = netD(fake).view(-1)

@@ -79,11 +79,11 @@ def train(dataloader, model, loss_fn, optimizer):
     for batch, (X, y) in enumerate(dataloader):
         X, y = X.to(device), y.to(device)
 
-        # Compute prediction error
+        # the loss of this batch's predictions
         pred = model(X)
         loss = loss_fn(pred, y)
 
-        # Backpropagation
+        # gradients, one step, and clear them for the next batch
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

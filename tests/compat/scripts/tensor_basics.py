@@ -10,9 +10,9 @@ x_np = torch.from_numpy(np_array)
 print(x_data)
 print(x_np.dtype, torch.equal(x_data, x_np))
 
-x_ones = torch.ones_like(x_data) # retains the properties of x_data
+x_ones = torch.ones_like(x_data)  # x_data's shape and dtype
 print(f"Ones Tensor: \n {x_ones} \n")
-x_rand = torch.rand_like(x_data, dtype=torch.float) # overrides the datatype of x_data
+x_rand = torch.rand_like(x_data, dtype=torch.float)  # x_data's shape, another dtype
 print(f"Random Tensor: {x_rand.shape} {x_rand.dtype}, in [0, 1): {bool(((x_rand >= 0) & (x_rand < 1)).all())}\n")
 
 shape = (2, 3,)
