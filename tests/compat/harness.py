@@ -138,8 +138,11 @@ def last_digit_unit(number: str) -> float:
 
 
 def last_error_line(result: dict) -> str:
-    """The exception line of a failed script's traceback ('' when it ran to the end)."""
-    return (result["error"] or "").strip().splitlines()[-1] if result["error"] else ""
+    """The exception line of a failed script's traceback ('' when it ran to the end): the last line that is
+    not indented, so that a message's indented continuation lines are left out."""
+    if result["error"] is None:
+        return ""
+    return [line for line in result["error"].strip().splitlines() if line and not line[0].isspace()][-1]
 
 
 def differences(name: str, theirs: dict, ours: dict) -> list[str]:

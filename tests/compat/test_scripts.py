@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from harness import NAMES, SCRIPTS, differences, missing_requirements, run_scripts, swap_imports
+from harness import NAMES, SCRIPTS, differences, last_error_line, missing_requirements, run_scripts, swap_imports
 from status import EXPECTED_FAILURES, Fails, shows_expected_failure
 
 
@@ -45,7 +45,7 @@ def expect_failure(name: str, request: pytest.FixtureRequest, comparing: bool) -
 
 def check(name: str, ours: dict, problems: list[str]) -> None:
     entry = EXPECTED_FAILURES.get(name)
-    if entry is not None and shows_expected_failure(entry, ours, problems):
+    if entry is not None and shows_expected_failure(entry, last_error_line(ours), problems):
         raise ExpectedFailure(entry.reason)
     assert not problems, "\n".join(problems[:10]) + (
         f"\n(status.py expects: {entry})" if entry is not None else "")
