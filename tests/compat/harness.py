@@ -1,10 +1,10 @@
 """Running the tutorial scripts with each library and comparing what they print.
 
-``scripts/NAME.py`` is a plain PyTorch script as a user writes it; ``scripts/NAME_tinynorm.py`` is the same
-file with ``import torch`` made ``import tinynorm as torch`` (and ``torch.x`` imports made ``tinynorm.x``).
-Each library runs its scripts one after another in one subprocess (``runner.py``), so a script that changes
+``scripts/NAME.py`` is a plain PyTorch script as a user writes it. tinynorm runs the same file with only its
+imports swapped (``import torch`` made ``import tinynorm as torch``, ``torch.x`` imports made ``tinynorm.x``:
+:func:`swap_imports`), as a user would swap them. Each library runs its scripts one after another in one subprocess (``runner.py``), so a script that changes
 a global setting (print options, default device) restores it before it ends; the two processes run side by
-side, one thread each. A copy passes when it runs to the end (its own asserts included) and, where PyTorch
+side, one thread each. A script passes with tinynorm when it runs to the end (its own asserts included) and, where PyTorch
 is installed, prints what the original prints: the same text, and numbers equal within float32 tolerance. A
 script may declare its own tolerance or requirements in its first line, e.g. ``# compat: rtol=1e-3 atol=1e-4
 requires=sklearn``.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"
-NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py") if not path.stem.endswith("_tinynorm"))
+NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
 LIBRARIES = ("torch", "tinynorm")
 DEFAULTS = {"rtol": 1e-4, "atol": 1e-5}
 # One thread per process: the two libraries run at once on a small machine, and neither's thread pool
@@ -59,10 +59,6 @@ def missing_requirements(name: str) -> list[str]:
             if module and importlib.util.find_spec(module) is None]
 
 
-def script_path(library: str, name: str) -> Path:
-    return SCRIPTS / (f"{name}.py" if library == "torch" else f"{name}_tinynorm.py")
-
-
 def run_scripts(names: list[str], libraries: tuple[str, ...] = LIBRARIES) -> dict[str, dict[str, dict]]:
     """What each script printed and raised with each library: ``{library: {name: result}}``.
 
@@ -74,8 +70,8 @@ def run_scripts(names: list[str], libraries: tuple[str, ...] = LIBRARIES) -> dic
         started = {}
         for library in libraries:
             results_file = os.path.join(workdir, f"{library}.jsonl")
-            command = [sys.executable, str(HERE / "runner.py"), results_file,
-                       *(str(script_path(library, name)) for name in names)]
+            command = [sys.executable, str(HERE / "runner.py"), library, results_file,
+                       *(str(SCRIPTS / f"{name}.py") for name in names)]
             started[library] = (results_file, subprocess.Popen(command, env=environment, stdout=subprocess.PIPE,
                                                                stderr=subprocess.PIPE, text=True))
         return {library: collect(names, library, *started[library]) for library in libraries}
@@ -87,7 +83,7 @@ def collect(names: list[str], library: str, results_file: str, process: subproce
     if os.path.exists(results_file):
         with open(results_file, encoding="utf-8") as lines:
             for result in map(json.loads, lines):
-                by_name[result["script"].removesuffix(".py").removesuffix("_tinynorm")] = result
+                by_name[result["script"].removesuffix(".py")] = result
     for name in names:
         by_name.setdefault(name, {"stdout": "", "stderr": "", "cpu_s": 0.0,
                                   "error": f"the {library} process ended (exit status {process.returncode}) before "
@@ -146,10 +142,10 @@ def last_error_line(result: dict) -> str:
 
 
 def differences(name: str, theirs: dict, ours: dict) -> list[str]:
-    """Why the tinynorm copy of a script does not match the PyTorch original ([] when it does)."""
+    """Why the tinynorm run of a script does not match the PyTorch original ([] when it does)."""
     if theirs["error"] is not None:
         return ["the PyTorch original fails: " + last_error_line(theirs)]
     if ours["error"] is not None:
-        return ["the tinynorm copy fails: " + last_error_line(ours)]
+        return ["the tinynorm run fails: " + last_error_line(ours)]
     settings = header(name)
     return compare_outputs(theirs["stdout"], ours["stdout"], settings["rtol"], settings["atol"])

@@ -2,7 +2,7 @@
 
     python -m tests.compat.report [NAME ...]
 
-Runs the PyTorch originals and the tinynorm copies (all scripts, or those named) as the tests do, then
+Runs the PyTorch originals and the scripts with their imports swapped (all scripts, or those named) as the tests do, then
 prints one line per script: the CPU seconds it took with each library, and ``pass``, ``expected failure``
 (as status.py says), ``PASSES NOW`` (its entry must go) or ``FAILS`` (no entry, or another failure than
 its entry names), with the reason. Exits with status 1 when status.py needs a change.
@@ -18,7 +18,7 @@ def status_of(name: str, results: dict[str, dict[str, dict]]) -> tuple[str, str]
     """A script's status word and its reason, from what each library printed."""
     ours = results["tinynorm"][name]
     problems = (differences(name, results["torch"][name], ours) if "torch" in results
-                else [f"the tinynorm copy fails: {last_error_line(ours)}"] if ours["error"] else [])
+                else [f"the tinynorm run fails: {last_error_line(ours)}"] if ours["error"] else [])
     entry = EXPECTED_FAILURES.get(name)
     if entry is not None and shows_expected_failure(entry, last_error_line(ours), problems):
         return "expected failure", entry.reason

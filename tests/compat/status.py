@@ -12,13 +12,13 @@ from typing import NamedTuple
 
 
 class Fails(NamedTuple):
-    """The tinynorm copy raises an exception whose line contains ``error``."""
+    """The tinynorm run raises an exception whose line contains ``error``."""
     reason: str
     error: str
 
 
 class Differs(NamedTuple):
-    """The tinynorm copy runs to the end, but its printed ``line`` (1-based) is the first that differs."""
+    """The tinynorm run runs to the end, but its printed ``line`` (1-based) is the first that differs."""
     reason: str
     line: int
 
@@ -79,7 +79,7 @@ EXPECTED_FAILURES: dict[str, Fails | Differs] = {
 
 
 def shows_expected_failure(entry: Fails | Differs, error_line: str, problems: list[str]) -> bool:
-    """Whether a tinynorm copy fails as ``entry`` says, from its exception line ('' when it ran to the end)
+    """Whether a tinynorm run fails as ``entry`` says, from its exception line ('' when it ran to the end)
     and its differences from PyTorch's output (if compared)."""
     if isinstance(entry, Fails):
         return entry.error in error_line if error_line else False

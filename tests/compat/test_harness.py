@@ -58,16 +58,18 @@ def test_headers_declare_requirements_and_tolerances():
 def test_runner_reports_output_errors_and_exit(tmp_path):
     scripts = {"prints.py": "print('hello', 1.5)\nimport sys\nsys.exit(0)\n",
                "fails.py": "print('before')\nraise ValueError('stop')\n",
-               "writes.py": "open('file.txt', 'w').write('x')\nprint(open('file.txt').read())\n"}
+               "writes.py": "open('file.txt', 'w').write('x')\nprint(open('file.txt').read())\n",
+               "swapped.py": "import torch\nprint(torch.__name__)\n"}
     for name, text in scripts.items():
         (tmp_path / name).write_text(text)
     results_file = tmp_path / "results.jsonl"
-    subprocess.run([sys.executable, str(HERE / "runner.py"), str(results_file),
+    subprocess.run([sys.executable, str(HERE / "runner.py"), "tinynorm", str(results_file),
                     *(str(tmp_path / name) for name in scripts)], check=True, cwd=tmp_path)
     results = {r["script"]: r for r in map(json.loads, results_file.read_text().splitlines())}
     assert results["prints.py"]["stdout"] == "hello 1.5\n" and results["prints.py"]["error"] is None
     assert results["fails.py"]["stdout"] == "before\n" and "ValueError: stop" in results["fails.py"]["error"]
     assert results["writes.py"]["stdout"] == "x\n" and not (tmp_path / "file.txt").exists()
+    assert results["swapped.py"]["stdout"] == "tinynorm\n"  # the imports were swapped
 
 
 def test_an_expected_failure_must_fail_in_the_way_its_entry_names():
