@@ -5,7 +5,7 @@ PYTHON ?= python3
 PY      = $(VENV)/bin/python
 EXTRAS  = test,crosscheck,examples,mpi,cuda
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test check bench clean
 
 setup: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# The edit-test loop: everything but the CUDA tests, the experiments, MPI and the tutorial scripts.
+check: setup
+	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
 	$(PY) -m tinynorm bench

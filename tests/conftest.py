@@ -1,7 +1,13 @@
-"""Fixtures shared by all tests (helpers to import are in ``helpers.py``)."""
+"""Fixtures and collection rules shared by all tests (helpers to import are in ``helpers.py``)."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+# What ``make check`` (``-m "not slow"``) leaves out: the CUDA tests (PTX compilation, the simulator, the fake
+# device), the experiments, the MPI runs and the tutorial scripts. ``make test`` runs everything.
+SLOW_DIRECTORIES = {"cuda", "compat"}
+SLOW_FILE_PREFIXES = ("test_experiment_", "test_distributed", "test_gpu_session")
 _simulator_pools = []  # the CUDA simulator's pool, once started
 
 
@@ -10,13 +16,24 @@ def rng():
     return np.random.default_rng(1234)
 
 
-@pytest.hookimpl(trylast=True)  # after -k/-m deselection
+def _is_simulator_test(item: pytest.Item) -> bool:
+    return getattr(item, "originalname", None) == "test_in_the_simulator"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Start the CUDA simulator files now, in subprocesses, and check them last, so that they run while
-    this process runs the other tests (``tests/cuda/test_cuda_simulator.py``)."""
-    simulator = [item for item in items if getattr(item, "originalname", None) == "test_in_the_simulator"]
+    """Mark the slow tests, and put the CUDA simulator's last: their files run in subprocesses started as
+    soon as collection ends (``tests/cuda/test_cuda_simulator.py``), while this process runs the others."""
+    for item in items:
+        path = Path(item.fspath)
+        if path.parent.name in SLOW_DIRECTORIES or path.name.startswith(SLOW_FILE_PREFIXES):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=_is_simulator_test)  # a stable sort: the order is otherwise kept
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    simulator = [item for item in session.items if _is_simulator_test(item)]
     if simulator:
-        items[:] = [item for item in items if item not in simulator] + simulator
         pool = simulator[0].module.POOL
         pool.start([item.callspec.params["name"] for item in simulator])
         _simulator_pools.append(pool)
