@@ -27,10 +27,9 @@ from functools import cache
 import numpy as np
 from numba import cuda, float32
 
-from . import memory
 from ._reduce import WARP_SIZE, block_sum, lane_index, sum_partials, warp_sum
-from ._shared import PARAM_DTYPE, grid_size
-from .launch import jit, launch
+from ._shared import PARAM_DTYPE, empty, grid_size
+from ...backends.cuda.runtime.launch import jit, launch
 
 NARROW_MAX_COLS = 1024
 ROWS_PER_BLOCK = 4  # narrow kernels: warps per block, each on its own row
@@ -287,16 +286,16 @@ def backward(dy, x, mean, rstd, weight, dx):
     rows, cols = x.shape
     sums = 1 if mean is None else 2
     if x.size == 0:
-        return sum_partials(memory.empty((sums, 0, cols), PARAM_DTYPE))
+        return sum_partials(empty((sums, 0, cols), PARAM_DTYPE))
     if cols <= NARROW_MAX_COLS:
         grid = grid_size(rows, ROWS_PER_BLOCK)
-        part = memory.empty((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
+        part = empty((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
         launch(narrow_backward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE,
                (dy, x, mean, rstd, weight, dx, part))
     else:
         grid = grid_size(rows, 1, per_sm=WIDE_BACKWARD_BLOCKS_PER_SM)
         cached = min(cols, CACHE_BYTES // 8)
-        part = memory.empty((sums, grid, cols), PARAM_DTYPE)
+        part = empty((sums, grid, cols), PARAM_DTYPE)
         launch(wide_backward, grid, _wide_threads(cols), (dy, x, mean, rstd, weight, dx, part, cached),
                shared_bytes=cached * 8)
     return sum_partials(part)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, float64, uint32, uint64
 
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for
 
 ROUNDS = 10

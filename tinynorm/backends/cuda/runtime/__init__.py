@@ -1,0 +1,6 @@
+"""The CUDA runtime: device memory (:mod:`.memory`, a caching allocator) and kernel launches
+(:mod:`.launch`, Numba's compiled kernels started through the driver).
+
+Everything here works on tinynorm's own arrays and knows nothing of the kernels; the kernel wrappers
+of ``tinynorm.kernels.cuda`` allocate and launch through it.
+"""
