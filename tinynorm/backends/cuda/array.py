@@ -70,16 +70,21 @@ def _in_place(name: str) -> Any:
 class CudaArray:
     """An n-d view (``shape``, ``strides``, ``offset`` in elements) on a device ``storage``."""
 
-    __slots__ = ("_parameters", "dtype", "offset", "shape", "storage", "strides")
+    __slots__ = ("_contiguous", "dtype", "kernel_parameters", "launch_key", "offset", "shape", "storage", "strides")
     __array_ufunc__ = None  # numpy operators and ufuncs defer to this class (ndarray + CudaArray -> __radd__)
 
     def __init__(self, storage: Storage, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
         self.storage = storage
-        self.shape = tuple(map(int, shape))
-        self.strides = contiguous_strides(self.shape) if strides is None else tuple(map(int, strides))
+        self.shape = shape = tuple(map(int, shape))
+        if strides is None:
+            self.strides = contiguous_strides(shape)
+            self._contiguous = True
+        else:
+            self.strides = tuple(map(int, strides))
+            self._contiguous = None  # worked out when first asked
         self.offset = int(offset)
         self.dtype = storage.dtype
-        self._parameters = None  # the kernel parameters, worked out at the first launch that takes this array
+        # launch_key and kernel_parameters are set by __getattr__ the first time a launch reads them
 
     # --------------------------------------------------------------------------- construction
     @classmethod
@@ -116,15 +121,11 @@ class CudaArray:
         return self.shape[0]
 
     def is_contiguous(self) -> bool:
-        """C-contiguous: the elements lie in C order, back to back (size-1 dims may have any stride)."""
-        if self.strides == contiguous_strides(self.shape):  # the usual case, without the loop
-            return True
-        step = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != step:
-                return False
-            step *= n
-        return True
+        """C-contiguous: the elements lie in C order, back to back (size-1 dims may have any stride).
+        Worked out once: a view never changes."""
+        if self._contiguous is None:
+            self._contiguous = _in_c_order(self.shape, self.strides)
+        return self._contiguous
 
     def contiguous(self) -> CudaArray:
         """This array if it is C-contiguous, else a C-contiguous copy."""
@@ -135,23 +136,21 @@ class CudaArray:
         return out
 
     # ------------------------------------------------------------------------ kernel arguments
-    @property
-    def launch_key(self) -> tuple:
-        """What decides this array's Numba type as a kernel argument: its dtype and ndim (a KeyError
-        when it is not C-contiguous: such a view goes to Numba's dispatcher, or is copied first)."""
+    def __getattr__(self, name: str) -> Any:
+        """The two attributes the launch path reads of an array argument, set when first asked (so a
+        launch reads plain attributes): ``launch_key``, what decides its Numba type (dtype and ndim), and
+        ``kernel_parameters``, what Numba passes the kernel for it (meminfo and parent, both 0, the number
+        of items, the item size, the data pointer, the shape and the byte strides). A view that is not
+        C-contiguous has neither (a KeyError: such a view goes to Numba's dispatcher, or is copied first)."""
+        if name not in ("launch_key", "kernel_parameters"):
+            raise AttributeError(f"'CudaArray' object has no attribute {name!r}")
         if not self.is_contiguous():
             raise KeyError(f"not a C-contiguous array: shape {self.shape}, strides {self.strides}")
-        return self.dtype, len(self.shape)
-
-    @property
-    def kernel_parameters(self) -> list:
-        """What Numba passes a kernel for this (C-contiguous) array: meminfo and parent (0), the number of
-        items, the item size, the data pointer, the shape and the byte strides."""
-        if self._parameters is None:
-            itemsize = self.dtype.itemsize
-            self._parameters = [0, 0, self.size, itemsize, self.storage.address + self.offset * itemsize,
-                                *self.shape, *contiguous_strides(self.shape, itemsize)]
-        return self._parameters
+        itemsize = self.dtype.itemsize
+        self.launch_key = self.dtype, len(self.shape)
+        self.kernel_parameters = [0, 0, self.size, itemsize, self.storage.address + self.offset * itemsize,
+                                  *self.shape, *contiguous_strides(self.shape, itemsize)]
+        return getattr(self, name)
 
     def numba_array(self) -> Any:
         """This view as a Numba device array (the simulator's stand-in there), for Numba's dispatcher."""
@@ -321,6 +320,18 @@ class CudaArray:
 
     def __invert__(self) -> CudaArray:
         return elementwise.logical_not(self)
+
+
+def _in_c_order(shape: Shape, strides: Shape) -> bool:
+    """Whether a view of ``shape`` and ``strides`` has its elements in C order, back to back."""
+    if strides == contiguous_strides(shape):  # the usual case, without the loop
+        return True
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
 
 
 _OPERAND_TYPES = (CudaArray, bool, int, float, np.bool_, np.integer, np.floating, np.ndarray)

@@ -38,6 +38,10 @@ ROWS_PER_BLOCK = 4  # narrow kernels: warps per block, each on its own row
 CACHE_BYTES = 40 * 1024
 # Wide backward: at most this many blocks per SM, because each block has its own row of partials.
 WIDE_BACKWARD_BLOCKS_PER_SM = 2
+# Wide kernels run up to 1024 threads per block, which an SM's 65536 registers allow at 64 per thread:
+# capped at compile time, so a kernel that grows spills (and fails its PTX test) instead of failing to
+# launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+WIDE_MAX_REGISTERS = 64
 
 
 @cuda.jit(device=True)
@@ -173,7 +177,7 @@ def narrow_backward(per_lane: int):
     return kernel
 
 
-@jit
+@jit(max_registers=WIDE_MAX_REGISTERS)
 def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
     """Forward for wide rows: one block per row, columns ``[0, cached)`` kept in shared memory."""
     rows, cols = x.shape
@@ -202,7 +206,7 @@ def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
                 mean[row] = mu
 
 
-@jit
+@jit(max_registers=WIDE_MAX_REGISTERS)
 def wide_backward(dy, x, mean, rstd, weight, dx, part, cached):
     """Backward for wide rows: one block per row; ``xhat`` and ``dy * weight`` of columns
     ``[0, cached)`` are kept in shared memory (``cache[:cached]`` and ``cache[cached:2 * cached]``).

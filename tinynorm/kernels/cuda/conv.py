@@ -284,7 +284,7 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     # dweight = sum_n dy[n] @ cols[n]^T: the transpose is cols read with swapped strides.
     products = _batched_gemm(dy, (out_channels * length, length, 1), cols, (rows * length, 1, length),
                              (batch, out_channels, rows), length)
-    dweight = memory.view(sum_batches(products), 0, weight.shape)
+    dweight = sum_batches(products).subarray(0, weight.shape)
     dbias = channel_sums(dy_rows)
     dx = None
     if needs_input_grad:

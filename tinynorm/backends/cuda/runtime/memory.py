@@ -172,7 +172,13 @@ class LentStorage(Storage):
     __slots__ = ("size_class",)
 
     def __init__(self, block: Any, size: int, length: int, dtype: np.dtype, cache: BlockCache) -> None:
-        super().__init__(block.address, length, dtype, (cache, block))
+        address = block.address  # Storage.__init__, inlined: this runs at every allocation
+        self.address = address
+        self.length = length
+        self.dtype = dtype
+        self.owner = cache, block
+        self.launch_key = dtype, 1
+        self.kernel_parameters = [0, 0, length, dtype.itemsize, address, length, dtype.itemsize]
         self.size_class = size
 
     def __del__(self) -> None:
