@@ -48,8 +48,8 @@ def check_input(name: str, array: object, ndim: int, axes: str) -> CudaArray:
     array = check_array(name, array)
     if array.dtype not in DATA_DTYPES:
         raise TypeError(f"{name} has dtype {array.dtype}, but the CUDA norm kernels take float16 or float32 "
-                        f"data (statistics and arithmetic in float32); convert it with .float(), or "
-                        f"normalize float64 on the CPU")
+                        f"data (statistics and arithmetic in float32): {name} must have dtype float16 or "
+                        f"float32, got {array.dtype}; convert it with .float(), or normalize float64 on the CPU")
     if array.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D {axes}, got shape {array.shape}")
     return array
