@@ -152,6 +152,8 @@ def main() -> int:
                               "stand-in driver (tests/cuda/fake_device.py): no GPU needed")
     proxies.add_argument("--simulator", action="store_true",
                          help="Numba's CUDA simulator, launches counted instead of run: tinynorm's Python only")
+    parser.add_argument("--both-paths", action="store_true",
+                        help="on a GPU: measure with the driver-level launch, then with Numba's dispatcher")
     parser.add_argument("--out", default="benchmarks/out/bench_host_overhead.json")
     args = parser.parse_args()
     if args.fake_device:
@@ -167,9 +169,13 @@ def main() -> int:
         rows = run(None, fake=False, simulator=True)
         mode = "simulator, launches not run: tinynorm's Python only"
     else:
-        rows = run(None, fake=False)
-        tinynorm.cuda.synchronize()
-        mode = f"GPU: Python + launches ({'driver-level' if launch.fast_launch_enabled() else 'dispatcher'} path)"
+        rows = []
+        for fast in ((True, False) if args.both_paths else (launch.fast_launch_enabled(),)):
+            launch.set_fast_launch(fast)
+            rows += [{"path": "driver-level" if launch.fast_launch_enabled() else "dispatcher", **row}
+                     for row in run(None, fake=False)]
+            tinynorm.cuda.synchronize()
+        mode = "GPU: Python + launches"
     print(f"host time per call, {SHAPE} float32 ({mode})")
     print_table(rows, list(rows[0]))
     write_json(args.out, {"mode": mode, "shape": SHAPE, "fast_launch": launch.fast_launch_enabled(),

@@ -359,7 +359,7 @@ def test_bad_inputs_raise_clear_errors():
     x = np.zeros((2, 8), np.float32)
     with pytest.raises(TypeError, match="x must have dtype float16 or float32, got float64"):
         layer_norm_forward(x.astype(np.float64), None, None, EPS)
-    with pytest.raises(TypeError, match="x must be a numpy.ndarray or a CUDA device array, got list"):
+    with pytest.raises(TypeError, match="x must be a CudaArray, got list"):
         rms_norm_forward([[1.0]], None, EPS)
     with pytest.raises(ValueError, match=r"x must be 2-D \(rows, cols\), got shape \(8,\)"):
         layer_norm_forward(x[0], None, None, EPS)
@@ -375,7 +375,7 @@ def test_bad_inputs_raise_clear_errors():
         rms_norm_backward(x, x, None, None)
     with pytest.raises(TypeError, match="out must be a CudaArray"):
         kernels.layer_norm_forward(to_device(x), None, None, EPS, out=np.empty_like(x))
-    with pytest.raises(TypeError, match="x must be a CudaArray .copy host data to the device first., got ndarray"):
+    with pytest.raises(TypeError, match="x must be a CudaArray, got ndarray .copy host data to the device first."):
         kernels.layer_norm_forward(x, None, None, EPS)
     with pytest.raises(ValueError, match=r"out must be an array of shape \(2, 8\)"):
         layer_norm_forward(x, None, None, EPS, out=CudaArray.empty((8, 2), np.float32))

@@ -129,7 +129,7 @@ def test_bad_arguments():
         backend.softmax_backward(device(np.zeros((3, 2), np.float32)), x)
     with pytest.raises(ValueError, match="grad must be a CudaArray .* float32, got .* float64"):
         backend.log_softmax_backward(device(np.zeros((2, 3))), x)
-    with pytest.raises(ValueError, match=r"out must have shape \(2, 3\) and dtype float32, got \(3, 2\)"):
+    with pytest.raises(ValueError, match=r"out must be an array of shape \(2, 3\) and dtype float32, got \(3, 2\)"):
         kernels.softmax_forward(x, out=CudaArray.empty((3, 2), np.float32))
     with pytest.raises(ValueError, match=r"x must be 2-D \(rows, cols\), got shape \(6,\)"):
         kernels.softmax_forward(CudaArray.empty(6, np.float32))

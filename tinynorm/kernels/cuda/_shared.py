@@ -32,8 +32,8 @@ empty = CudaArray.empty
 def check_array(name: str, array: object) -> CudaArray:
     """``array``, C-contiguous (a copy when it is a strided view), after checking it is a CudaArray."""
     if not isinstance(array, CudaArray):
-        raise TypeError(f"{name} must be a CudaArray (copy host data to the device first), got "
-                        f"{type(array).__name__}")
+        raise TypeError(f"{name} must be a CudaArray, got {type(array).__name__} (copy host data to the device "
+                        f"first)")
     return array.contiguous()
 
 
