@@ -106,6 +106,9 @@ def wide_kernels() -> dict:
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     for name in ("numpy", "numba", "numba_cuda", "cuda.bindings"):
         probe(name, lambda name=name: module(name))
     probe("environment variables", lambda: {key: os.environ.get(key) for key in (

@@ -18,6 +18,7 @@ def compile_ptx():
     if numba.config.ENABLE_CUDASIM:
         pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator")
     try:
+        import tinynorm.backends.cuda  # noqa: F401  (first: its runtime makes numba-cuda work with numpy 2.5)
         from numba import cuda
         cuda.compile_ptx(lambda: None, (), cc=CC)
     except Exception as error:  # noqa: BLE001  (no numba-cuda, no NVVM, ...: the CI must install the extra)

@@ -2,5 +2,9 @@
 (:mod:`.launch`, Numba's compiled kernels started through the driver).
 
 Everything here works on tinynorm's own arrays and knows nothing of the kernels; the kernel wrappers
-of ``tinynorm.kernels.cuda`` allocate and launch through it.
+of ``tinynorm.kernels.cuda`` allocate and launch through it. Importing it first makes numba-cuda work
+with numpy 2.5 (:mod:`.numpy_compat`).
 """
+from . import numpy_compat
+
+numpy_compat.apply()
