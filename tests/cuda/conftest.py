@@ -1,6 +1,8 @@
 """The ``compile_ptx`` fixture of the PTX tests; the simulator tests (``sim_*.py``) run in a subprocess."""
 from types import SimpleNamespace
 
+import importlib
+
 import numba
 import pytest
 from ptx_support import CC
@@ -19,12 +21,14 @@ def compile_ptx():
         pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator")
     try:
         import tinynorm.backends.cuda  # noqa: F401  (first: its runtime makes numba-cuda work with numpy 2.5)
-        from numba import cuda
+        from tinynorm.backends.cuda.runtime import compiler
+        cuda = compiler.cuda
         cuda.compile_ptx(lambda: None, (), cc=CC)
     except Exception as error:  # noqa: BLE001  (no numba-cuda, no NVVM, ...: the CI must install the extra)
         pytest.fail(f"compiling PTX needs numba-cuda with NVVM: install the cuda extra "
                     f"(pip install -e '.[cuda]'): {type(error).__name__}: {error}")
-    from numba.cuda import dispatcher
+    dispatcher = importlib.import_module("numba_cuda_mlir.numba_cuda.dispatcher" if compiler.NAME == "numba-cuda-mlir"
+                                         else "numba.cuda.dispatcher")
     patch = pytest.MonkeyPatch()
     if not cuda.is_available():
         patch.setattr(dispatcher, "get_current_device", lambda: SimpleNamespace(compute_capability=CC))

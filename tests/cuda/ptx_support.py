@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from numba import types
+from tinynorm.backends.cuda.runtime.compiler import types  # the compiler TINYNORM_CUDA_COMPILER selects
 
 CC = (9, 0)  # H100/H200
 F16, F32, F64_TYPE = types.float16, types.float32, types.float64

@@ -20,7 +20,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from numba import types
+from ptx_support import types
 from ptx_support import (
     BOOL,
     CC,
@@ -164,6 +164,11 @@ def test_f64_pattern_catches_float64_arithmetic(compile_ptx):
 
 
 # ------------------------------------------------------------------------------------------------
+# The runtime's launch is written against numba-cuda's internals: with another compiler selected
+# (TINYNORM_CUDA_COMPILER, docs/cuda.md's probe of numba-cuda-mlir) only the PTX tests above apply.
+numba_cuda_only = pytest.mark.skipif(__import__("tinynorm.backends.cuda.runtime.compiler", fromlist=["NAME"]).NAME
+                                     != "numba-cuda", reason="the launch path is written for numba-cuda")
+
 # The low-overhead launch (tinynorm/backends/cuda/runtime/launch.py) must hand the driver exactly the
 # parameters Numba's dispatcher hands it. Without a GPU, the dispatcher's own code can still run up
 # to the driver call: a compiled ``_Kernel`` flattens arguments with ``_prepare_args``, and cuda.core's
@@ -353,6 +358,7 @@ def _numba_parameters(compiled, args, sizes):
     return [ctypes.string_at(pointers[i], size) for i, size in enumerate(sizes)]
 
 
+@numba_cuda_only
 def test_flatten_matches_numbas_parameters(compile_kernel):
     """``flatten`` gives, for every kernel family's arguments, the parameters (count, sizes, bytes) that
     Numba's dispatcher passes and that the kernel's PTX declares; the hot-path writers agree."""
@@ -385,6 +391,7 @@ class _RecordingDriver:
         return (0,)
 
 
+@numba_cuda_only
 def test_plan_block_matches_numbas_block(compile_kernel):
     """A plan's reused parameter block, refilled for new arguments, holds exactly the bytes numba-cuda's
     own block holds (a fake driver reads it the way ``cuLaunchKernel`` does)."""
@@ -401,6 +408,7 @@ def test_plan_block_matches_numbas_block(compile_kernel):
             assert plan.driver.launches[-1] == expected, name
 
 
+@numba_cuda_only
 def test_a_plan_whose_sizes_differ_from_the_drivers_is_refused(monkeypatch):
     """On a GPU each plan compares its parameter sizes with the driver's ``arguments_info``; a mismatch
     is a refusal with its reason (the launch goes to the dispatcher), never a mis-packed block."""
@@ -417,6 +425,7 @@ def test_a_plan_whose_sizes_differ_from_the_drivers_is_refused(monkeypatch):
         launch.make_plan(kernel, args)
 
 
+@numba_cuda_only
 def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):
     """numba-cuda 0.30.4's dispatcher has no case for a None argument; the extension of ``launch.jit``
     passes the 8-byte null pointer that the compiled kernel declares for it."""
@@ -434,6 +443,7 @@ def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):
     assert _row_norm.narrow_forward(1).targetoptions["extensions"]
 
 
+@numba_cuda_only
 def test_argument_keys_promise_the_dispatchers_types():
     """For every argument kind of every kernel family (tuples, each scalar type, None, arrays of each
     dtype and rank), the key a plan is filed under promises the type the dispatcher gives the value;
@@ -471,6 +481,7 @@ class _FakeDispatcher:
         return CUDADispatcher.typeof_pyval(self, value)
 
 
+@numba_cuda_only
 def test_launch_falls_back_to_the_dispatcher(monkeypatch):
     """A refused plan means the dispatcher every time, with the reason recorded; a plan that fails
     switches the fast path off, warns, and relaunches through the dispatcher."""

@@ -16,7 +16,7 @@ it to PTX (tests/cuda/test_cuda_ptx.py) and, on a GPU, by benchmarks/gpu_check.p
 from __future__ import annotations
 
 import numpy as np
-from numba import config, cuda, float32
+from ...backends.cuda.runtime.compiler import config, cuda, float32
 
 from ...backends.cuda.runtime.launch import jit, launch
 from ._shared import empty

@@ -25,7 +25,7 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ._reduce import WARP_SIZE, block_sum, lane_index, sum_partials, warp_sum
 from ._shared import PARAM_DTYPE, empty, grid_size

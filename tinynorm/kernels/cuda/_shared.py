@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
 from ...backends.cuda.array import CudaArray
 from ..cpu._shared import check_eps as _check_eps

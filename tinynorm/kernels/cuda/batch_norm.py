@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ..cpu.batch_norm import check_count
 from ._reduce import WARP_SIZE, block_sum

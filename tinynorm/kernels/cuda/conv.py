@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from functools import cache
 
-import numba
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
 from ._shared import check_array, check_contiguous, empty
@@ -108,7 +107,7 @@ def _sum_batches_kernel(a, out, zero):
 
 
 @cache
-def _channel_sums_kernel(dtype: numba.types.Float):
+def _channel_sums_kernel(dtype: types.Float):
     """The kernel of :func:`channel_sums` for one Numba float dtype (its shared memory needs the dtype
     at compile time). Block ``o`` sums channel ``o``; launch it with ``THREADS`` threads per block."""
 
@@ -154,7 +153,7 @@ def channel_sums(a):
     thread adding a fixed set of terms, then a fixed tree across the block (deterministic)."""
     out = empty(a.shape[1], dtype=a.dtype)
     if out.size:
-        kernel = _channel_sums_kernel(numba.from_dtype(a.dtype))
+        kernel = _channel_sums_kernel(from_dtype(a.dtype))
         launch(kernel, out.size, THREADS, (a, out))
     return out
 

@@ -18,7 +18,7 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
 from ..cpu.cross_entropy import check_arguments, check_row_values
 from ._shared import check_array, check_contiguous, empty, grid_size

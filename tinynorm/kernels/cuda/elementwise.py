@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numba import cuda, from_dtype, types
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
 from ...backends.cuda.runtime.launch import jit, launch

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ._reduce import WARP_SIZE, block_sum, sum_partials
 from ._shared import (

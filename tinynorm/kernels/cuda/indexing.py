@@ -20,7 +20,7 @@ the last one is stored (assignment: numpy's "last wins" in practice).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, int32, int64
+from ...backends.cuda.runtime.compiler import cuda, int32, int64
 
 from ...backends.cuda.runtime.launch import jit, launch
 from ...backends.cuda.array import CudaArray

@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
 from ._shared import check_contiguous, check_like, grid_size, check_array, output
 from ...backends.cuda.runtime.launch import jit, launch

@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
 from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
 from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry

@@ -35,9 +35,8 @@ import math
 from functools import cache
 from typing import Any
 
-import numba
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, int64
 
 from ._reduce import WARP_SIZE
 from ._shared import empty, grid_size
@@ -70,7 +69,7 @@ def _finish(total, divisor):
 def _sum_thread_kernel(accumulator: np.dtype):
     """One thread per row: ``out[row] = sum(x[row, :]) (/ divisor)``, each value converted to the
     ``accumulator`` dtype before it is added (as numpy does)."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, out):
@@ -87,7 +86,7 @@ def _sum_thread_kernel(accumulator: np.dtype):
 @cache
 def _sum_block_kernel(accumulator: np.dtype, threads: int):
     """One block per segment of ``span`` columns: ``out[segment]`` = the segment's sum (/ divisor)."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, span, parts, out):
@@ -144,7 +143,7 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
 def _column_sum_kernel(accumulator: np.dtype):
     """One thread per (row chunk, column): ``out[chunk, col]`` = the sum of ``x[row, col]`` over the
     chunk's ``span`` rows, in row order (/ divisor), each value converted to ``accumulator`` first."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, span, out):
@@ -220,7 +219,7 @@ def comparison_dtype(dtype: np.dtype) -> np.dtype:
 @cache
 def _extreme_functions(largest: bool, compared: np.dtype):
     """Device functions of one direction and comparison dtype: ``better`` and ``scan``."""
-    value_type = numba.from_dtype(compared)
+    value_type = from_dtype(compared)
 
     @cuda.jit(device=True)
     def better(value, index, best, best_index):
@@ -288,14 +287,14 @@ def _extreme_block_kernel(largest: bool, compared: np.dtype, threads: int):
     no identity value (like -inf, which integers lack) is needed.
     """
     better, scan = _extreme_functions(largest, compared)
-    value_type = numba.from_dtype(compared)
+    value_type = from_dtype(compared)
 
     @jit
     def kernel(x, indices, span, parts, values_out, indices_out):
         rows, cols = x.shape
         t = cuda.threadIdx.x
         values = cuda.shared.array(threads, value_type)
-        positions = cuda.shared.array(threads, numba.int64)
+        positions = cuda.shared.array(threads, int64)
         for segment in range(cuda.blockIdx.x, rows * parts, cuda.gridDim.x):  # block-uniform loop
             row = segment // parts
             start = (segment - row * parts) * span

@@ -18,7 +18,7 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
 from ._shared import check_array, grid_size, output
 from ...backends.cuda.runtime.launch import jit, launch

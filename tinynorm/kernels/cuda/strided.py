@@ -18,7 +18,7 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
 from ...backends.cuda.runtime.launch import jit, launch
 from ...backends.cuda.array import CudaArray

@@ -45,8 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import config, cuda, types
-from numba.cuda.np.numpy_support import from_dtype
+from .compiler import config, cuda, from_dtype, types
 
 # The Numba type of a scalar argument, by its Python type (what Numba's ``typeof`` gives an argument).
 _SCALAR_TYPES = {int: types.int64, float: types.float64, bool: types.boolean,
