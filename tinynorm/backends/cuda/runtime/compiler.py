@@ -14,8 +14,9 @@ NAME = os.environ.get("TINYNORM_CUDA_COMPILER", "numba-cuda")
 COMPILERS = ("numba-cuda", "numba-cuda-mlir")
 
 if NAME == "numba-cuda-mlir":
+    from numba import config  # numba's own settings (tinynorm needs numba anyway); this compiler has no simulator
     from numba_cuda_mlir import cuda
-    from numba_cuda_mlir.numba_cuda import config, types
+    from numba_cuda_mlir.numba_cuda import types
     from numba_cuda_mlir.numba_cuda.np.numpy_support import from_dtype
 elif NAME == "numba-cuda":
     from numba import config, cuda, types

@@ -6,7 +6,8 @@ at the first compile. numpy 2.5 removed ``row_stack``, so that import raises ``A
 kernel compiles; numba itself registers the overload only for numpy < 2.5 (numba 0.67 and later).
 :func:`apply` imports the registry once with a stand-in ``np.row_stack`` and removes the stand-in right
 after: numba-cuda compiles, and numpy's namespace stays numpy 2.5's. On numpy < 2.5, after the registry
-was imported, or in Numba's simulator (which compiles nothing), it does nothing.
+was imported, in Numba's simulator (which compiles nothing) or with another compiler selected
+(``runtime/compiler.py``), it does nothing.
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def apply() -> bool:
     """Import numba-cuda's array registry with a stand-in ``np.row_stack`` where numpy lacks one;
     returns whether the stand-in was needed."""
     import numpy as np
-    from numba import config
 
-    if config.ENABLE_CUDASIM or REGISTRY in sys.modules or hasattr(np, "row_stack"):
+    from .compiler import NAME, config
+
+    if NAME != "numba-cuda" or config.ENABLE_CUDASIM or REGISTRY in sys.modules or hasattr(np, "row_stack"):
         return False
 
     def row_stack(tup):  # numpy < 2.5's alias of vstack; only numba-cuda's registration sees it
