@@ -11,7 +11,7 @@ import operator
 from typing import Any
 
 import numpy as np
-from numba import from_dtype
+from .runtime.compiler import from_dtype
 
 from ...kernels.cuda import elementwise as kernels
 from .array import CudaArray

@@ -24,7 +24,8 @@ A kernel or argument no plan takes goes through Numba's dispatcher, and the reas
 :data:`refusals`; :data:`counts` says how many launches took each path. A failed driver launch
 switches the fast path off for the process, with a warning, and relaunches through the dispatcher.
 One switch turns it off: ``TINYNORM_FAST_LAUNCH=0`` in the environment, or :func:`set_fast_launch`.
-In the CUDA simulator every launch goes through the dispatcher.
+In the CUDA simulator, and with the numba-cuda-mlir compiler (``runtime/compiler.py``: its kernels take
+another parameter layout), every launch goes through the dispatcher.
 
 Numba's dispatcher cannot launch a kernel with a ``None`` argument (numba-cuda 0.30.4 raises
 ``NotImplementedError(none, None)`` in ``_prepare_args``), although the compiled kernel has a parameter
@@ -45,7 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from .compiler import config, cuda, from_dtype, types
+from .compiler import NAME, config, cuda, from_dtype, types
 
 # The Numba type of a scalar argument, by its Python type (what Numba's ``typeof`` gives an argument).
 _SCALAR_TYPES = {int: types.int64, float: types.float64, bool: types.boolean,
@@ -76,11 +77,12 @@ NONE_AS_NULL_POINTER = NoneAsNullPointer()
 
 def jit(function: Callable | None = None, **options: Any) -> Any:
     """``cuda.jit(cache=True, **options)`` plus :class:`NoneAsNullPointer` (the simulator takes neither
-    extensions nor the GPU-only options, e.g. ``max_registers``)."""
+    extensions nor the GPU-only options, e.g. ``max_registers``; numba-cuda-mlir's kernels declare no
+    parameter for a ``None`` argument, so the null pointer is numba-cuda's alone)."""
     options.setdefault("cache", True)
     if config.ENABLE_CUDASIM:
         options = {key: value for key, value in options.items() if key not in GPU_ONLY_OPTIONS}
-    else:
+    elif NAME == "numba-cuda":
         options["extensions"] = [NONE_AS_NULL_POINTER]
     decorator = cuda.jit(**options)
     return decorator if function is None else decorator(function)
@@ -263,7 +265,10 @@ def make_plan(kernel: Any, args: tuple) -> Plan:
 
 
 # ------------------------------------------------------------------------------------- launching
-_fast = {"enabled": not config.ENABLE_CUDASIM and os.environ.get("TINYNORM_FAST_LAUNCH", "1") != "0"}
+# The plans pack numba-cuda's parameter layout: with another compiler (or in the simulator) every launch
+# goes through the compiler's own dispatcher.
+_FAST_POSSIBLE = NAME == "numba-cuda" and not config.ENABLE_CUDASIM
+_fast = {"enabled": _FAST_POSSIBLE and os.environ.get("TINYNORM_FAST_LAUNCH", "1") != "0"}
 _plans: dict[tuple, Plan | None] = {}
 refusals: dict[str, str] = {}
 """Why launches went through Numba's dispatcher: the kernel and argument kinds, and the reason."""
@@ -272,9 +277,10 @@ counts: collections.Counter = collections.Counter()
 
 
 def set_fast_launch(enabled: bool) -> bool:
-    """Switch the driver-level launch on or off (it stays off in the simulator); returns the old setting."""
+    """Switch the driver-level launch on or off (it stays off in the simulator and with numba-cuda-mlir);
+    returns the old setting."""
     old = _fast["enabled"]
-    _fast["enabled"] = bool(enabled) and not config.ENABLE_CUDASIM
+    _fast["enabled"] = bool(enabled) and _FAST_POSSIBLE
     return old
 
 

@@ -23,13 +23,14 @@ instead of keeping them. In the simulator nothing is cached or counted.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import config
+from .compiler import config, cuda
 
 SMALL_BLOCK_BYTES = 1 << 20  # up to 1 MiB, sizes are rounded up to a multiple of ALIGNMENT
 ALIGNMENT = 512  # bytes; PyTorch rounds to 512 too (and cuMemAlloc aligns to at least 256)
@@ -249,8 +250,6 @@ def numba_view(storage: Storage, shape: tuple, byte_strides: tuple, byte_offset:
         start = byte_offset // storage.dtype.itemsize
         base = storage.owner[start:] if start < storage.length else storage.owner[:0]
         return FakeCUDAArray(np.lib.stride_tricks.as_strided(base, shape, byte_strides))
-    from numba import cuda
-
     interface = {"version": 3, "shape": shape, "strides": byte_strides, "typestr": storage.dtype.str,
                  "data": ((storage.address or 0) + byte_offset, False), "stream": None}
     return cuda.from_cuda_array_interface(interface, owner=storage, sync=False)
@@ -269,12 +268,11 @@ class _DriverBlock:
 
 def _driver_allocate(size: int) -> _DriverBlock:
     """A new block of ``size`` bytes from Numba's memory manager (``Context.memalloc``)."""
-    from numba.cuda.cudadrv.driver import CudaAPIError, binding
-
+    driver = importlib.import_module(f"{cuda.__name__}.cudadrv.driver")  # the selected compiler's driver layer
     try:
         return _DriverBlock(_context().memalloc(size))
-    except CudaAPIError as error:
-        if error.code == binding.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+    except driver.CudaAPIError as error:
+        if error.code == driver.binding.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
             raise OutOfMemoryError(f"CUDA out of memory allocating {size} bytes") from error
         raise
 
@@ -291,8 +289,6 @@ def _driver_flush() -> None:
 @functools.cache
 def _context() -> Any:
     """Numba's context for the current device, looked up once (tinynorm uses one GPU)."""
-    from numba import cuda
-
     return cuda.current_context()
 
 
