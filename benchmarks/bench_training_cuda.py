@@ -223,7 +223,7 @@ def contenders(model: Any, make_twin: Callable[[Any], Any], torch: Any | None) -
 
 
 def show_progress(model: str, lib: Framework, record: dict[str, Any], metric: str) -> dict[str, Any]:
-    """Print one finished run (a GPU session sees how far a long call got) and return its record."""
+    """Print one finished run (a long run shows how far it got) and return its record."""
     print(f"{model} on {lib.name}: {len(record['losses'])} steps in {record['total_seconds']:.1f} s, median step "
           f"{record['median_step_ms']:.2f} ms, {metric} {record[metric]:.4g}", flush=True)
     return record

@@ -70,7 +70,7 @@ def test_out_folder_is_substituted_and_step_environment_applied(tmp_path):
 
 
 def test_steps_name_existing_scripts_and_options():
-    """A renamed script or option would otherwise surface only in a GPU session, costing its time."""
+    """A renamed script or option would otherwise surface only on a GPU, costing its time there."""
     for step in run_gpu_suite.STEPS:
         for args in filter(None, [step.args, step.simulator_args]):
             if args[0] == "-c":
@@ -147,7 +147,7 @@ def bare_python(tmp_path_factory):
     (folder / "sitecustomize.py").write_text(
         "import sys\n"
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '').lower()]\n"
-        "sys.path[:] = [p for p in sys.path if not p.rstrip('/').endswith('/wt/cuda') and p != '']\n")
+        f"sys.path[:] = [p for p in sys.path if p.rstrip('/') != {str(ROOT)!r} and p != '']\n")
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "NUMBA_ENABLE_CUDASIM")}
     env["PYTHONPATH"] = str(folder)
     check = subprocess.run([sys.executable, "-c", "import tinynorm; print(tinynorm.__file__)"], cwd=folder, env=env,

@@ -89,9 +89,19 @@ class CudaArray:
     # --------------------------------------------------------------------------- construction
     @classmethod
     def empty(cls, shape: Shape, dtype: Any) -> CudaArray:
-        """A new uninitialised C-contiguous array (``shape`` an int or a tuple)."""
+        """A new uninitialised C-contiguous array (``shape`` an int or a tuple).
+
+        A new array is almost always a kernel's output, so its launch data are set at once (on a device:
+        the simulator's storages have no address and its launches take no plans)."""
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-        return cls(memory.allocate(math.prod(shape), np.dtype(dtype)), shape)
+        dtype = np.dtype(dtype)
+        storage = memory.allocate(math.prod(shape), dtype)
+        array = cls(storage, shape)
+        if storage.address is not None:
+            array.launch_key = dtype, len(shape)
+            array.kernel_parameters = [0, 0, storage.length, dtype.itemsize, storage.address, *shape,
+                                       *contiguous_strides(shape, dtype.itemsize)]
+        return array
 
     @classmethod
     def from_host(cls, host: np.ndarray) -> CudaArray:
