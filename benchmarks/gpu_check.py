@@ -2,7 +2,7 @@
 
 Run from the repository root on a machine with a GPU and numba-cuda (tinynorm need not be installed)::
 
-    python3 benchmarks/gpu_check.py --out benchmarks/out/gpu_check.json      # about a minute on an H200
+    python3 benchmarks/gpu_check.py --out benchmarks/out/gpu_check.json      # run_gpu_suite.py gives it 100 s
 
 1. Correctness on real shapes: every norm kernel (forward and backward; LayerNorm and RMSNorm on narrow,
    wide and wider-than-the-shared-cache rows; BatchNorm (N, C) and (N, C, S); GroupNorm, InstanceNorm)

@@ -2,7 +2,7 @@
 
 On a machine with an NVIDIA GPU, from a checkout of the repository (tinynorm need not be installed)::
 
-    python3 benchmarks/run_gpu_suite.py --out results/gpu          # about 9 minutes on an H200
+    python3 benchmarks/run_gpu_suite.py --out results/gpu          # at most 9 minutes (--budget 540)
 
 Each step runs in its own process under its own time limit, and all of them under one deadline
 (``--budget``, seconds). A step that fails or hangs is stopped and recorded, and the next one runs.
@@ -99,7 +99,7 @@ STEPS = [
          simulator_args=[script("bench_training_cuda.py"), "--smoke", "--out", "{out}/bench_training_cuda.json"]),
     Step("norms", [script("bench_norms.py"), "--device", "cuda", "--out", "{out}/bench_norms.json"], 110),
 ]
-# Everything a run writes (a device that returns at most 8 files gets them all).
+# Everything a run writes (eight files at most: the test checks the list is complete).
 RESULT_FILES = ["run.json", "run.log", "smoke.json", "smoke_dispatcher.json", "gpu_check.json", "host_overhead.json",
                 "bench_training_cuda.json", "bench_norms.json"]
 
