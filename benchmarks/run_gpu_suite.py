@@ -13,6 +13,7 @@ learnt first:
 
 1. ``preflight`` (before any step): the numpy, numba and numba-cuda the steps will import, and
    tinynorm's CUDA backend importing with them; the run stops here, with the reason, if they do not.
+   It also reports PyTorch (the comparisons) and scikit-learn (the digits data of the SmallCNN training).
 2. ``environment``: paths and versions (numpy, numba, numba-cuda, cuda-bindings, NVVM, the driver,
    nvJitLink, ``CUDA_HOME``, ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM``, ``nvidia-smi``'s clocks), one
    RMSNorm forward with its launch plan made, and the wide kernels' registers and threads per block.
@@ -51,12 +52,20 @@ MIN_STEP_SECONDS = 20  # a step with less time left than this is skipped, not st
 DISPATCHER = {"TINYNORM_FAST_LAUNCH": "0"}
 
 # The numpy, numba and numba-cuda the steps will import, and tinynorm's CUDA backend on them: if this
-# fails, every step would die at its first compile.
+# fails, every step would die at its first compile. The optional packages are only reported.
 PREFLIGHT = """
 import json, sys
+from importlib import metadata
 sys.path.insert(0, sys.argv[1])
 import numpy, numba
 record = {"numpy": numpy.__version__, "numpy_path": numpy.__file__, "numba": numba.__version__}
+for name, without in (("torch", "no comparison with PyTorch will run"),
+                      ("scikit-learn", "the training step's SmallCNN (on scikit-learn's digits) will not run")):
+    try:
+        record[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        record[name] = None
+        print(f"preflight: {name} is not installed: {without}")
 import tinynorm.backends.cuda  # applies tinynorm's numpy compatibility shim, then imports numba.cuda
 from numba import config, cuda
 if not config.ENABLE_CUDASIM:

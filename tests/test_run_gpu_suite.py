@@ -43,6 +43,8 @@ def test_runner_records_failures_and_timeouts_and_goes_on(tmp_path):
     assert outcomes[2].status == "ok" and outcomes[2].returncode == 0
     log = (tmp_path / "run.log").read_text()
     assert "broken" in log and "started" in log and "hello from the last step" in log
+    preflight = json.loads(re.search(r"^preflight: (\{.*\})$", log, re.MULTILINE).group(1))
+    assert {"numpy", "numba", "torch", "scikit-learn"} <= set(preflight)  # optional packages reported too
     record = json.loads((tmp_path / "run.json").read_text())
     assert [step["status"] for step in record["steps"]] == ["failed", "timed out", "ok"]
     assert record["environment"] is None  # no step printed one
