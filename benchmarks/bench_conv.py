@@ -25,6 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
+
 from common import CLOCKS, alternating_medians, print_table, write_json  # first: it fixes the OpenMP settings for both contenders
 from torch_twins import torch_small_cnn, torch_transformer_lm
 import numba

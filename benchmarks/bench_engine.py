@@ -18,6 +18,11 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from this checkout
+
 from common import CLOCKS, alternating_medians, print_table, write_json  # first: it fixes the OpenMP settings for both contenders
 import numba
 import numpy as np

@@ -32,6 +32,7 @@ import argparse
 import importlib.metadata
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -222,7 +223,7 @@ def contenders(model: Any, make_twin: Callable[[Any], Any], torch: Any | None) -
 
 
 def show_progress(model: str, lib: Framework, record: dict[str, Any], metric: str) -> dict[str, Any]:
-    """Print one finished run (a GPU session sees how far a long call got) and return its record."""
+    """Print one finished run (a long run shows how far it got) and return its record."""
     print(f"{model} on {lib.name}: {len(record['losses'])} steps in {record['total_seconds']:.1f} s, median step "
           f"{record['median_step_ms']:.2f} ms, {metric} {record[metric]:.4g}", flush=True)
     return record
@@ -319,22 +320,34 @@ def main(argv: list[str] | None = None) -> None:
     require_gpu(args.smoke)
     torch = None if args.smoke else load_torch()
     cnn_config, lm_config = CONFIGS[mode]
-    cnn = run_cnn(cnn_config, args.seed, torch)
-    lm = run_lm(lm_config, args.seed, torch)
-    rows = [table_row("SmallCNN digits", "test_accuracy", cnn), table_row("TinyTransformerLM text", "final_loss", lm)]
-    checks = {"cnn_same_start": same_start(cnn), "lm_same_start": same_start(lm)}
     gpu = gpu_info()
+    record = {"benchmark": "training_cuda", "mode": mode, "seed": args.seed, **gpu,
+              "torch_cuda": torch.version.cuda if torch is not None else None,
+              "torch_tf32": False if torch is not None else None,
+              "configs": {"cnn": asdict(cnn_config), "lm": asdict(lm_config)},
+              "rows": [], "checks": {}, "results": {}, "errors": {}}
+    models = [("cnn", "SmallCNN digits", "test_accuracy", lambda: run_cnn(cnn_config, args.seed, torch)),
+              ("lm", "TinyTransformerLM text", "final_loss", lambda: run_lm(lm_config, args.seed, torch))]
+    for key, model, metric, train_model in models:  # one model failing does not lose the other
+        try:
+            results = train_model()
+        except Exception as error:  # noqa: BLE001  (recorded, with its traceback)
+            record["errors"][key] = f"{type(error).__name__}: {error}\n{traceback.format_exc()[-3000:]}"
+            print(f"{model} failed: {record['errors'][key]}", flush=True)
+            continue
+        record["results"][key] = results
+        record["rows"].append(table_row(model, metric, results))
+        record["checks"][f"{key}_same_start"] = same_start(results)
+        write_json(args.out, record)
     print(f"{mode} run on {gpu['gpu']}; step times are medians in ms, ratio = tinynorm / torch")
-    print_table(rows, ["model", "steps", "tinynorm_ms", "torch_ms", "ratio", "metric", "tinynorm", "torch"])
-    for name, ok in checks.items():
+    print_table(record["rows"], ["model", "steps", "tinynorm_ms", "torch_ms", "ratio", "metric", "tinynorm", "torch"])
+    for name, ok in record["checks"].items():
         if ok is False:
             print(f"warning: {name} failed: the first-step losses differ, so the PyTorch twin is not the same model")
-    write_json(args.out, {"benchmark": "training_cuda", "mode": mode, "seed": args.seed, **gpu,
-                          "torch_cuda": torch.version.cuda if torch is not None else None,
-                          "torch_tf32": False if torch is not None else None,
-                          "configs": {"cnn": asdict(cnn_config), "lm": asdict(lm_config)},
-                          "rows": rows, "checks": checks, "results": {"cnn": cnn, "lm": lm}})
+    write_json(args.out, record)
     print(f"wrote {args.out}")
+    if record["errors"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def replace_kernel_launches(replacement: Callable[..., None],
     as ``launch.launch``), to count launches; returns the original ``launch``. Import the kernel modules
     first: one imported later keeps the original. ``set_attribute`` makes the change (a test passes
     ``monkeypatch.setattr`` to have it undone)."""
-    from tinynorm.kernels.cuda import launch
+    from tinynorm.backends.cuda.runtime import launch
 
     original = launch.launch
     for module in list(sys.modules.values()):

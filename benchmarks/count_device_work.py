@@ -4,19 +4,13 @@ For TinyTransformerLM and SmallCNN on ``device='cuda'``, one step after a first 
 cross-entropy, backward, Adam) is run with counters on:
 
 - kernel launches (``launch.launch`` calls);
-- reads back to the host (``copy_to_host``) and copies to the device (``cuda.to_device``): each one makes
-  the host wait for the GPU to finish its queued work;
-- Numba device-array views made on the host: slices and reshapes through Numba's own indexing, and
-  ``tinynorm.kernels.cuda.memory.view`` calls that make a new view. On a GPU these cost host time:
-  about 15 µs per Numba slice, 4.4 µs per reshape and 1.7 µs per ``memory.view``, measured with
-  numba-cuda 0.30.4's classes on this project's CPU machine (``tests/cuda/test_memory.py`` checks that
-  the views agree). The ``view µs`` column multiplies the counts by those costs: an estimate, not a
-  GPU measurement;
-- allocations (non-empty ``memory.empty`` arrays): on a GPU each lends a cached block, about 2.1 µs for
-  the array, its block and the block's return, measured the same way.
+- reads back to the host and copies to the device (``runtime.memory.copy_to_host`` and
+  ``copy_to_device``): each one makes the host wait for the GPU to finish its queued work;
+- allocations (non-empty storages from ``runtime.memory.allocate``): on a GPU each takes a cached block
+  and gives it back when its arrays are gone.
 
 These are counts, so the simulator gives the GPU's numbers (it runs the same host code); only the
-times need a GPU. ``python benchmarks/count_device_work.py [--tiny] [--out benchmarks/out/count_device_work.json]``
+times need a GPU. ``python3 benchmarks/count_device_work.py [--tiny] [--out benchmarks/out/count_device_work.json]``
 """
 from __future__ import annotations
 
@@ -24,7 +18,6 @@ import argparse
 import collections
 import os
 import sys
-import traceback
 from pathlib import Path
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported
@@ -32,72 +25,43 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tinynorm from th
 
 import numpy as np  # noqa: E402
 from common import print_table, replace_kernel_launches, training_step, write_json  # noqa: E402
-from numba import cuda  # noqa: E402
-from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
 import tinynorm  # noqa: E402
-from tinynorm.kernels.cuda import memory  # noqa: E402
+from tinynorm.backends.cuda.runtime import memory  # noqa: E402
 from tinynorm.models import SmallCNN, TinyTransformerLM  # noqa: E402
 
-# Host microseconds per Numba view on a GPU machine's software stack (see the module docstring).
-VIEW_US = {"numba slices": 15.0, "numba reshapes": 4.4, "memory.view": 1.7}
-
-
-def _in_kernel_or_view() -> bool:
-    """Whether the caller runs inside a simulated kernel (array accesses there are not host views) or
-    inside memory.view (counted once, as itself)."""
-    return any("simulator/kernel" in frame.filename or (frame.name == "view" and frame.filename.endswith("memory.py"))
-               for frame in traceback.extract_stack()[:-2])
+COUNTED = ("launches", "allocations", "reads back", "copies to device")
 
 
 class Counters:
-    """Patches the simulator and tinynorm to count; ``with Counters() as counts: ...``."""
+    """Counts launches, allocations and copies while in effect; ``with Counters() as counts: ...``."""
 
     def __enter__(self) -> collections.Counter:
         self.counts: collections.Counter = collections.Counter()
-        self.saved = [(FakeCUDAArray, "__getitem__"), (FakeCUDAArray, "reshape"), (FakeCUDAArray, "copy_to_host"),
-                      (cuda, "to_device"), (memory, "view"), (memory, "empty")]
-        self.saved = [(owner, name, getattr(owner, name)) for owner, name in self.saved]
-        originals = {name: function for _, name, function in self.saved}
         counts = self.counts
+        self.saved = {name: getattr(memory, name) for name in ("allocate", "copy_to_host", "copy_to_device")}
+        allocate, copy_to_host, copy_to_device = self.saved.values()
 
-        def host_view(kind: str, function):
-            def counted(self, *args, **kwargs):
-                if not _in_kernel_or_view():
-                    counts[kind] += 1
-                return function(self, *args, **kwargs)
-            return counted
+        def counted_allocate(length, dtype):
+            counts["allocations"] += length > 0
+            return allocate(length, dtype)
 
-        def counted_copy_to_host(self, *args, **kwargs):
+        def counted_copy_to_host(*args):
             counts["reads back"] += 1
-            return originals["copy_to_host"](self, *args, **kwargs)
+            return copy_to_host(*args)
 
-        def counted_to_device(*args, **kwargs):
+        def counted_copy_to_device(*args):
             counts["copies to device"] += 1
-            return originals["to_device"](*args, **kwargs)
+            return copy_to_device(*args)
 
-        def counted_view(array, *args, **kwargs):
-            result = originals["view"](array, *args, **kwargs)
-            counts["memory.view"] += result is not array
-            return result
-
-        def counted_empty(shape, dtype):
-            result = originals["empty"](shape, dtype)
-            counts["allocations"] += result.size > 0
-            return result
-
-        FakeCUDAArray.__getitem__ = host_view("numba slices", originals["__getitem__"])
-        FakeCUDAArray.reshape = host_view("numba reshapes", originals["reshape"])
-        FakeCUDAArray.copy_to_host = counted_copy_to_host
-        cuda.to_device = counted_to_device
-        memory.view = counted_view
-        memory.empty = counted_empty
+        memory.allocate, memory.copy_to_host, memory.copy_to_device = (
+            counted_allocate, counted_copy_to_host, counted_copy_to_device)
         self.launches_before = len(LAUNCHES)
         return counts
 
     def __exit__(self, *exc) -> None:
-        for owner, name, function in self.saved:
-            setattr(owner, name, function)
+        for name, function in self.saved.items():
+            setattr(memory, name, function)
         self.counts["launches"] = len(LAUNCHES) - self.launches_before
 
 
@@ -141,13 +105,10 @@ def main() -> int:
         training_step(model, optimizer, inputs, targets)
         with Counters() as counts:
             training_step(model, optimizer, inputs, targets)
-        row = {"model": name, **{key: counts[key] for key in ("launches", "allocations", "reads back",
-                                                                "copies to device", *VIEW_US)}}
-        row["view us (estimate)"] = sum(VIEW_US[key] * counts[key] for key in VIEW_US)
-        rows.append(row)
+        rows.append({"model": name, **{key: counts[key] for key in COUNTED}})
     print("one training step on device='cuda', counted in Numba's CUDA simulator")
     print_table(rows, list(rows[0]))
-    write_json(args.out, {"rows": rows, "view_us": VIEW_US})
+    write_json(args.out, {"rows": rows})
     return 0
 
 

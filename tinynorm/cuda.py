@@ -14,7 +14,7 @@ PyTorch CUDA tensors and Numba device arrays implement: :func:`from_cuda_array` 
 and tinynorm's own CUDA tensors expose the interface, so ``torch.as_tensor(t, device='cuda')`` or
 ``cupy.asarray(t)`` share theirs.
 
-Memory comes from a caching allocator (:mod:`tinynorm.kernels.cuda.memory`): blocks that tensors no
+Memory comes from a caching allocator (:mod:`tinynorm.backends.cuda.runtime.memory`): blocks that tensors no
 longer use are kept for the next tensor of the same size class instead of being freed, which would
 stop the GPU. :func:`memory_allocated`, :func:`memory_reserved` and :func:`empty_cache` work as in
 PyTorch.
@@ -81,12 +81,12 @@ def synchronize() -> None:
 
 
 def _block_cache() -> Any:
-    """The caching allocator's bookkeeping (:mod:`tinynorm.kernels.cuda.memory`); the simulator has none."""
+    """The caching allocator's bookkeeping (:mod:`tinynorm.backends.cuda.runtime.memory`); the simulator has none."""
     require()
     if numba.config.ENABLE_CUDASIM:
         raise RuntimeError("tinynorm does not count device memory in Numba's CUDA simulator, where device "
                            "arrays are host numpy arrays and nothing is cached")
-    from .kernels.cuda.memory import block_cache
+    from .backends.cuda.runtime.memory import block_cache
 
     return block_cache()
 
@@ -162,19 +162,22 @@ def _element_strides(byte_strides: Any, shape: tuple[int, ...], dtype: np.dtype)
 
 
 def _device_memory(pointer: int, length: int, dtype: np.dtype, owner: Any, stream: Any) -> Any:
-    """A flat Numba device array of ``length`` items at ``pointer`` that keeps ``owner`` alive.
+    """A storage of ``length`` items at ``pointer`` that keeps ``owner`` alive.
 
-    The simulator has no ``from_cuda_array_interface``, but its device memory is host memory, so
-    there the pointer is viewed through numpy's array interface instead.
+    Work queued on the interface's ``stream`` is waited for first, as Numba's own import does. The
+    simulator's device memory is host memory, so there the pointer is viewed through numpy's array
+    interface instead.
     """
-    from numba import cuda
+    from .backends.cuda.runtime import memory
 
-    description = {"data": (pointer, False), "shape": (length,), "strides": None, "typestr": dtype.str, "version": 3}
     if not numba.config.ENABLE_CUDASIM:
-        return cuda.from_cuda_array_interface(dict(description, stream=stream), owner=owner)
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        if stream:
+            from numba import cuda
 
-    return FakeCUDAArray(np.asarray(_HostView(description, owner)))
+            cuda.external_stream(stream).synchronize()
+        return memory.foreign(pointer, length, dtype, owner)
+    description = {"data": (pointer, False), "shape": (length,), "strides": None, "typestr": dtype.str, "version": 3}
+    return memory.host_storage(np.asarray(_HostView(description, owner)))
 
 
 class _HostView:

@@ -455,19 +455,11 @@ def test_creation_functions():
 
 
 # ------------------------------------------------------------------------------------- interfaces
-class _Storage:
-    """A stand-in device allocation with a pointer (the simulator's arrays have none)."""
-
-    dtype = np.dtype(np.float32)
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"data": (4096, False)}
-
-
 def test_cuda_array_interface():
+    from tinynorm.backends.cuda.runtime import memory
+
     assert not hasattr(dev(np.ones(3, np.float32)), "__cuda_array_interface__")  # simulator: host memory
-    a = CudaArray(_Storage(), (3, 4))
+    a = CudaArray(memory.foreign(4096, 12, np.dtype(np.float32), None), (3, 4))  # a storage with an address
     interface = a.__cuda_array_interface__
     assert interface["version"] == 3 and interface["shape"] == (3, 4) and interface["typestr"] == "<f4"
     assert interface["data"] == (4096, False) and interface["strides"] is None and interface["stream"] is None

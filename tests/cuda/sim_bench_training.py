@@ -3,7 +3,7 @@ SmallCNN and of TinyTransformerLM at tiny sizes on ``device='cuda'``, no PyTorch
 record. Without ``--smoke`` the script refuses the simulator (its step times would mean nothing).
 
 Proves the GPU benchmark's code paths (device data, training, evaluation, the report) before a GPU
-session spends its time on it. About 80 s of CPU: every simulated kernel launch runs its threads in
+run spends its time on it. About 80 s of CPU: every simulated kernel launch runs its threads in
 Python. Run by ``test_cuda_simulator.py`` in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``.
 """
 import json

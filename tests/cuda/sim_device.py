@@ -19,7 +19,6 @@ import pytest
 if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
 
-from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
 import tinynorm
 import tinynorm.nn.functional as F
@@ -311,17 +310,13 @@ def test_cpu_tensors_have_no_cuda_array_interface():
     assert not hasattr(tinynorm.ones(2), "__cuda_array_interface__")
 
 
-def test_cuda_tensors_export_their_memory(monkeypatch):
-    """The simulator's arrays have no device pointer (so no interface); give them one into the
-    simulated memory to check the round trip tensor -> interface -> shared tensor."""
-    def interface(array):
-        host = array._ary
-        return {"data": (host.ctypes.data, False), "shape": host.shape, "strides": None,
-                "typestr": host.dtype.str, "version": 3}
-
+def test_cuda_tensors_export_their_memory():
+    """The simulator's storages have no device address (so no interface); give one the address of the
+    host memory that stands for it, to check the round trip tensor -> interface -> shared tensor."""
     t = tinynorm.arange(8.0, device="cuda").reshape(2, 4)[:, 1:3]
     assert not hasattr(t, "__cuda_array_interface__")
-    monkeypatch.setattr(FakeCUDAArray, "__cuda_array_interface__", property(interface), raising=False)
+    storage = t.array.storage
+    storage.address = storage.owner.ctypes.data
     exported = t.__cuda_array_interface__
     assert tuple(exported["shape"]) == (2, 2) and np.dtype(exported["typestr"]) == np.float32
     shared = tinynorm.from_cuda_array(t)

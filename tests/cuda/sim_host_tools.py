@@ -1,8 +1,8 @@
 """The host-work tools run in Numba's CUDA simulator and report what they should.
 
 ``benchmarks/count_device_work.py``: a training step of TinyTransformerLM reads back 2 numbers (ids and
-targets checks) and SmallCNN 1, neither copies anything to the device, and the host code makes its views
-with ``memory.view`` rather than Numba's slow slicing. ``benchmarks/bench_host_overhead.py --simulator``
+targets checks) and SmallCNN 1, neither copies anything to the device, and both allocate a few hundred
+storages at most. ``benchmarks/bench_host_overhead.py --simulator``
 times every layer of a small LayerNorm call with the launches counted. Run by ``test_cuda_simulator.py``
 in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``; each script runs in its own process.
 """
@@ -35,8 +35,8 @@ def test_count_device_work(tmp_path):
     assert rows["TinyTransformerLM"]["reads back"] == 2 and rows["SmallCNN"]["reads back"] == 1
     for row in rows.values():
         assert row["copies to device"] == 0, row
-        assert row["launches"] > 50, row  # the counters see the step (80 and 92 launches at stop 13)
-        assert row["memory.view"] > 50 and row["numba slices"] + row["numba reshapes"] <= 3, row
+        assert row["launches"] > 50, row  # the counters see the step (130 and 92 launches)
+        assert 50 < row["allocations"] < 300, row
 
 
 def test_bench_host_overhead_in_the_simulator(tmp_path):

@@ -14,6 +14,8 @@ if not numba.config.ENABLE_CUDASIM:
 
 from numba import cuda
 
+from host_arrays import to_device
+
 from tinynorm.backends import cpu
 from tinynorm.backends.cuda import indexing
 from tinynorm.backends.cuda.array import CudaArray
@@ -24,11 +26,11 @@ X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
 
 def device(array):
-    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))
+    return CudaArray.from_host(np.array(array, order="C"))
 
 
 def host(a: CudaArray):
-    return a.as_numba().copy_to_host()
+    return a.to_numpy()
 
 
 def transposed(array):
@@ -233,10 +235,10 @@ def test_take_along_axis_errors():
 def test_sort_keys_is_a_stable_sort(count, key_count):
     keys = np.random.default_rng(5).integers(0, key_count, count)
     keys[::3] = keys[0] if count else 0  # repeated keys, so stability is visible
-    sorted_keys, order = kernels.sort_keys(cuda.to_device(keys), key_count)
+    sorted_keys, order = kernels.sort_keys(to_device(keys), key_count)
     expected = np.argsort(keys, kind="stable")
-    np.testing.assert_array_equal(order.copy_to_host(), expected)
-    np.testing.assert_array_equal(sorted_keys.copy_to_host(), keys[expected])
+    np.testing.assert_array_equal(order.to_numpy(), expected)
+    np.testing.assert_array_equal(sorted_keys.to_numpy(), keys[expected])
 
 
 def _sequential_index_add(shape, ids, values):
@@ -302,7 +304,7 @@ def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
 @pytest.mark.parametrize("shape", [(150,), (3, 50), (2, 0)])
 def test_nonzero_over_several_chunks(shape):
     mask = np.random.default_rng(4).random(shape) < 0.3
-    coords = kernels.nonzero(cuda.to_device(mask.ravel()), shape).copy_to_host()
+    coords = kernels.nonzero(to_device(mask.ravel()), shape).to_numpy()
     np.testing.assert_array_equal(coords, np.stack(np.nonzero(mask)))
 
 

@@ -16,9 +16,13 @@ if not numba.config.ENABLE_CUDASIM:
 
 from numba import cuda
 
+from host_arrays import OnDevice, to_device
+
 from tinynorm.backends.cuda import linalg
 from tinynorm.backends.cuda.array import CudaArray
-from tinynorm.kernels.cuda import matmul as kernels
+from tinynorm.kernels.cuda import matmul
+
+kernels = OnDevice(matmul)  # the wrappers take CudaArrays; the tests write host arrays
 
 # Error bound per output element, relative to (|a| @ |b|): summation error over K <= 70 terms in the
 # accumulator, plus the rounding of the result to its dtype.
@@ -47,12 +51,12 @@ def device_view(view: np.ndarray) -> CudaArray:
         base = base.base
     itemsize = view.itemsize
     offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // itemsize
-    storage = cuda.to_device(np.ascontiguousarray(base).reshape(-1))
-    return CudaArray(storage, view.shape, tuple(s // itemsize for s in view.strides), offset)
+    storage = to_device(np.ascontiguousarray(base).reshape(-1))
+    return CudaArray(storage.storage, view.shape, tuple(s // itemsize for s in view.strides), offset)
 
 
 def to_host(array: CudaArray) -> np.ndarray:
-    return array.as_numba().copy_to_host()
+    return array.to_numpy()
 
 
 @pytest.fixture
@@ -64,30 +68,30 @@ def rng():
 @pytest.mark.parametrize("m, k, n", [(70, 35, 67), (3, 17, 65), (1, 1, 1)])
 def test_kernel_crosses_tile_edges(rng, m, k, n):
     a, b = operand(rng, (m, k)), operand(rng, (k, n))
-    assert_product(kernels.matmul(a, b).copy_to_host(), a, b)
+    assert_product(kernels.matmul(a, b).to_numpy(), a, b)
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((2, 5, 9), (9, 6)), ((5, 9), (3, 9, 6)), ((1, 5, 9), (2, 9, 6)),
                                               ((2, 5, 9), (2, 9, 6))])
 def test_kernel_batches_and_broadcasts(rng, a_shape, b_shape):
     a, b = operand(rng, a_shape), operand(rng, b_shape)
-    assert_product(kernels.matmul(a, b).copy_to_host(), a, b)
+    assert_product(kernels.matmul(a, b).to_numpy(), a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_kernel_dtypes(rng, dtype):
     """float16 sums in float32 (within float16 rounding of the result); float64 stays float64."""
     a, b = operand(rng, (6, 40), dtype), operand(rng, (40, 7), dtype)
-    assert_product(kernels.matmul(a, b).copy_to_host(), a, b)
+    assert_product(kernels.matmul(a, b).to_numpy(), a, b)
 
 
 def test_kernel_writes_into_out_and_is_deterministic(rng):
     a, b = operand(rng, (2, 9, 20)), operand(rng, (2, 20, 5))
-    out = cuda.device_array((2, 9, 5), np.float32)
+    out = CudaArray.empty((2, 9, 5), np.float32)
     assert kernels.matmul(a, b, out=out) is out
-    first = out.copy_to_host()
+    first = out.to_numpy()
     assert_product(first, a, b)
-    assert np.array_equal(kernels.matmul(a, b).copy_to_host(), first)
+    assert np.array_equal(kernels.matmul(a, b).to_numpy(), first)
 
 
 @pytest.mark.parametrize("a_shape, b_shape, error, match", [
@@ -102,22 +106,23 @@ def test_kernel_rejects_bad_shapes(a_shape, b_shape, error, match):
 
 def test_kernel_rejects_bad_out_and_dtype():
     a, b = np.zeros((4, 3), np.float32), np.zeros((3, 2), np.float32)
-    with pytest.raises(ValueError, match="out must be a device array of shape \\(4, 2\\) and dtype float32"):
-        kernels.matmul(a, b, out=cuda.device_array((4, 3), np.float32))
+    with pytest.raises(ValueError, match="out must be an array of shape \\(4, 2\\) and dtype float32"):
+        kernels.matmul(a, b, out=CudaArray.empty((4, 3), np.float32))
     with pytest.raises(TypeError, match="dtype complex64 is not supported"):
         kernels.matmul(a.astype(np.complex64), b.astype(np.complex64))
 
 
-def test_kernel_refuses_non_contiguous_device_arrays():
-    strided = cuda.to_device(np.zeros((4, 6), np.float32))[:, ::2]
-    with pytest.raises(ValueError, match=r"a must be C-contiguous, got strides"):
-        kernels.matmul(strided, np.zeros((3, 2), np.float32))
+def test_kernel_copies_strided_inputs_to_c_order():
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    b = np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = kernels.matmul(to_device(a)[:, ::2], b)
+    assert_product(got.to_numpy(), np.ascontiguousarray(a[:, ::2]), b)
 
 
 def test_strided_entry_checks_its_views():
     """``matmul_strided`` refuses a view that would read past the end of its storage."""
-    storage = cuda.to_device(np.zeros(12, np.float32))
-    out = cuda.device_array((1, 4, 4), np.float32)
+    storage = to_device(np.zeros(12, np.float32))
+    out = CudaArray.empty((1, 4, 4), np.float32)
     with pytest.raises(ValueError, match="reads past the end of its storage of 12 elements"):
         kernels.matmul_strided(storage, (0, 3, 1), storage, (0, 5, 1), (1,), 3, out)  # B row 2 ends at 13
 
@@ -222,8 +227,8 @@ def test_linear_adds_the_bias_in_one_launch(rng, monkeypatch, dtype):
     """``x @ w.T + b`` (F.linear) is one GEMM launch: the bias is added to the float32 sums before the
     result is rounded to its dtype, for every row of a batched input and across tile edges."""
     x, w, b = operand(rng, (2, 70, 20), dtype), operand(rng, (67, 20), dtype), operand(rng, 67, dtype)
-    launches, real = [], kernels.launch
-    monkeypatch.setattr(kernels, "launch", lambda *args: (launches.append(args[0]), real(*args)))
+    launches, real = [], matmul.launch
+    monkeypatch.setattr(matmul, "launch", lambda *args: (launches.append(args[0]), real(*args)))
     result = to_host(linalg.linear(device_view(x), device_view(w), device_view(b)))
     assert len(launches) == 1
     expected = np.matmul(x.astype(np.float64), w.T.astype(np.float64)) + b
@@ -242,7 +247,7 @@ def test_linear_with_a_bias_of_another_dtype_follows_numpy(rng):
 
 
 def test_gemm_bias_must_match_the_output_columns():
-    a = cuda.to_device(np.ones(16, np.float32))  # A (3, 4) and B (4, 4) read the same storage
-    out = cuda.device_array((1, 3, 4), np.float32)
+    a = to_device(np.ones(16, np.float32))  # A (3, 4) and B (4, 4) read the same storage
+    out = CudaArray.empty((1, 3, 4), np.float32)
     with pytest.raises(ValueError, match=r"bias must have shape \(4,\), got \(3,\)"):
-        kernels.matmul_strided(a, (0, 4, 1), a, (0, 4, 1), (1,), 4, out, cuda.to_device(np.ones(3, np.float32)))
+        kernels.matmul_strided(a, (0, 4, 1), a, (0, 4, 1), (1,), 4, out, to_device(np.ones(3, np.float32)))

@@ -14,36 +14,26 @@ import pytest
 if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_norm_kernels.py does)", allow_module_level=True)
 
+from host_arrays import host, on_device, to_device
 from numba import cuda
 
-from tinynorm.kernels.cuda import (
-    _reduce,
-    _row_norm,
-    batch_norm,
-    batch_norm_backward,
-    batch_norm_backward_elemt,
-    batch_norm_backward_reduce,
-    batch_norm_forward,
-    batch_norm_rstd,
-    batch_norm_stats,
-    batch_norm_update_running,
-    group_norm,
-    group_norm_backward,
-    group_norm_forward,
-    layer_norm_backward,
-    layer_norm_forward,
-    rms_norm_backward,
-    rms_norm_forward,
-)
+from tinynorm.backends.cuda.array import CudaArray
+from tinynorm.kernels import cuda as kernels
+from tinynorm.kernels.cuda import _reduce, _row_norm, batch_norm, group_norm
+
+# The wrappers take CudaArrays; the tests write their inputs as host arrays.
+(batch_norm_backward, batch_norm_backward_elemt, batch_norm_backward_reduce, batch_norm_forward, batch_norm_rstd,
+ batch_norm_stats, batch_norm_update_running, group_norm_backward, group_norm_forward, layer_norm_backward,
+ layer_norm_forward, rms_norm_backward, rms_norm_forward) = map(on_device, (
+    kernels.batch_norm_backward, kernels.batch_norm_backward_elemt, kernels.batch_norm_backward_reduce,
+    kernels.batch_norm_forward, kernels.batch_norm_rstd, kernels.batch_norm_stats, kernels.batch_norm_update_running,
+    kernels.group_norm_backward, kernels.group_norm_forward, kernels.layer_norm_backward, kernels.layer_norm_forward,
+    kernels.rms_norm_backward, kernels.rms_norm_forward))
 
 EPS = 1e-5
 # Relative tolerance of results of x's dtype (y, dx) and of the float32 statistics and parameter grads.
 DATA_TOLERANCE = {np.float32: 3e-5, np.float16: 2e-3}
 STAT_TOLERANCE = {np.float32: 3e-5, np.float16: 1e-4}
-
-
-def host(array):
-    return array.copy_to_host()
 
 
 def assert_close(actual, expected, tol, dtype=None):
@@ -105,14 +95,14 @@ def _sums_kernel(values, warp_out, block_out):
 def test_warp_and_block_sums_reach_every_thread():
     values = np.arange(192, dtype=np.float32)  # integers: every order of addition is exact
     warp_out, block_out = cuda.device_array(192, np.float32), cuda.device_array(192, np.float32)
-    _sums_kernel[2, 96](cuda.to_device(values), warp_out, block_out)
-    np.testing.assert_array_equal(host(warp_out), np.repeat(values.reshape(6, 32).sum(axis=1), 32))
-    np.testing.assert_array_equal(host(block_out), np.repeat(values.reshape(2, 96).sum(axis=1), 96))
+    _sums_kernel[2, 96](cuda.to_device(values), warp_out, block_out)  # a raw launch: Numba's own arrays
+    np.testing.assert_array_equal(warp_out.copy_to_host(), np.repeat(values.reshape(6, 32).sum(axis=1), 32))
+    np.testing.assert_array_equal(block_out.copy_to_host(), np.repeat(values.reshape(2, 96).sum(axis=1), 96))
 
 
 def test_sum_partials_adds_over_the_middle_axis(rng):
     part = random(rng, (2, 37, 70))
-    assert_close(_reduce.sum_partials(cuda.to_device(part)), part.astype(np.float64).sum(axis=1), 1e-5)
+    assert_close(_reduce.sum_partials(to_device(part)), part.astype(np.float64).sum(axis=1), 1e-5)
 
 
 # --- LayerNorm and RMSNorm ---------------------------------------------------------------------------
@@ -167,11 +157,11 @@ def test_wide_rows_beyond_the_shared_memory_cache(rng, monkeypatch, center):
 
 def test_layer_norm_without_affine_and_into_out(rng):
     x, dy, _, _, (y_ref, _, _, dx_ref, dw_ref, db_ref) = row_case(rng, 4, 50, np.float32, affine=False)
-    out = cuda.device_array(x.shape, np.float32)
-    y, mean, rstd = layer_norm_forward(cuda.to_device(x), None, None, EPS, out=out)
+    out = CudaArray.empty(x.shape, np.float32)
+    y, mean, rstd = layer_norm_forward(to_device(x), None, None, EPS, out=out)
     assert y is out
     assert_close(out, y_ref, 3e-5)
-    dx, dweight, dbias = layer_norm_backward(cuda.to_device(dy), x, mean, rstd, None)
+    dx, dweight, dbias = layer_norm_backward(to_device(dy), x, mean, rstd, None)
     for actual, expected in [(dx, dx_ref), (dweight, dw_ref), (dbias, db_ref)]:
         assert_close(actual, expected, 3e-5)
 
@@ -291,7 +281,7 @@ def test_batch_norm_running_update_and_rstd_match_the_cpu_kernels(rng, buffer_dt
     running = [random(rng, 6, buffer_dtype), rng.uniform(0.5, 2.0, 6).astype(buffer_dtype)]
     before = [r.astype(np.float64) for r in running]
     exact = [0.7 * before[0] + 0.3 * mean.astype(np.float64), 0.7 * before[1] + 0.3 * var * (12 / 11)]
-    device_running = [cuda.to_device(r) for r in running]
+    device_running = [to_device(r) for r in running]
     batch_norm_update_running(*device_running, mean, var, 12, 0.3)
     cpu.batch_norm_update_running(*running, mean, var, 12, 0.3)
     for got, cpu_result, want in zip(device_running, running, exact):
@@ -369,7 +359,7 @@ def test_bad_inputs_raise_clear_errors():
     x = np.zeros((2, 8), np.float32)
     with pytest.raises(TypeError, match="x must have dtype float16 or float32, got float64"):
         layer_norm_forward(x.astype(np.float64), None, None, EPS)
-    with pytest.raises(TypeError, match="x must be a numpy.ndarray or a CUDA device array, got list"):
+    with pytest.raises(TypeError, match="x must be a CudaArray, got list"):
         rms_norm_forward([[1.0]], None, EPS)
     with pytest.raises(ValueError, match=r"x must be 2-D \(rows, cols\), got shape \(8,\)"):
         layer_norm_forward(x[0], None, None, EPS)
@@ -383,12 +373,14 @@ def test_bad_inputs_raise_clear_errors():
         layer_norm_backward(x.astype(np.float16), x, np.zeros(2, np.float32), np.ones(2, np.float32), None)
     with pytest.raises(TypeError, match=r"rstd must be a float32 array of shape \(2,\), got None"):
         rms_norm_backward(x, x, None, None)
-    with pytest.raises(TypeError, match="out must be a CUDA device array"):
-        layer_norm_forward(x, None, None, EPS, out=np.empty_like(x))
-    with pytest.raises(ValueError, match=r"out must be a device array of shape \(2, 8\)"):
-        layer_norm_forward(x, None, None, EPS, out=cuda.device_array((8, 2), np.float32))
-    with pytest.raises(ValueError, match="x must be C-contiguous"):
-        layer_norm_forward(cuda.to_device(np.zeros((8, 8), np.float32))[:, :4], None, None, EPS)
+    with pytest.raises(TypeError, match="out must be a CudaArray"):
+        kernels.layer_norm_forward(to_device(x), None, None, EPS, out=np.empty_like(x))
+    with pytest.raises(TypeError, match="x must be a CudaArray, got ndarray .copy host data to the device first."):
+        kernels.layer_norm_forward(x, None, None, EPS)
+    with pytest.raises(ValueError, match=r"out must be an array of shape \(2, 8\)"):
+        layer_norm_forward(x, None, None, EPS, out=CudaArray.empty((8, 2), np.float32))
+    with pytest.raises(ValueError, match="out must be C-contiguous"):
+        layer_norm_forward(x, None, None, EPS, out=CudaArray.empty((2, 16), np.float32)[:, ::2])
     x3 = np.zeros((2, 6, 5), np.float32)
     with pytest.raises(ValueError, match=r"x must be 3-D \(N, C, S\), got shape \(2, 8\)"):
         batch_norm_stats(x)
@@ -407,3 +399,14 @@ def test_empty_inputs(rng):
     np.testing.assert_array_equal(host(dbias), 0.0)
     mean, var = batch_norm_stats(np.zeros((0, 3, 4), np.float32))
     assert np.isnan(host(mean)).all() and np.isnan(host(var)).all()
+
+
+def test_a_strided_input_is_normalized_like_its_contiguous_copy(rng):
+    """As on the CPU, a view that is not C-contiguous (every other column of a wider array) is copied
+    to C order first: the same results as for the contiguous array."""
+    wide = random(rng, (3, 80))
+    strided = to_device(wide)[:, ::2]
+    assert not strided.is_contiguous()
+    for got, want in zip(kernels.layer_norm_forward(strided, None, None, EPS),
+                         layer_norm_forward(np.ascontiguousarray(wide[:, ::2]), None, None, EPS)):
+        np.testing.assert_array_equal(host(got), host(want))

@@ -16,7 +16,7 @@ if not numba.config.ENABLE_CUDASIM:
 
 import tinynorm as tn
 from tinynorm import nn
-from tinynorm.kernels.cuda import launch
+from tinynorm.backends.cuda.runtime import launch
 
 HALF_EPS = float(np.finfo(np.float16).eps)
 

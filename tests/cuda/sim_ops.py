@@ -395,7 +395,7 @@ def launches(monkeypatch) -> list:
     """The kernels launched while a test runs, in order (each launch still runs; undone afterwards)."""
     from common import replace_kernel_launches  # benchmarks/common.py: on the path, see the imports
 
-    from tinynorm.kernels.cuda import launch as launch_module
+    from tinynorm.backends.cuda.runtime import launch as launch_module
 
     counted, original = [], launch_module.launch
 

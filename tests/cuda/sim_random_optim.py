@@ -18,6 +18,8 @@ if not numba.config.ENABLE_CUDASIM:
 from numba import cuda
 
 import tinynorm
+from host_arrays import to_device
+
 from tinynorm.backends import cpu
 from tinynorm.backends.cuda import optim as cuda_optim
 from tinynorm.backends.cuda.array import CudaArray
@@ -28,17 +30,17 @@ from tinynorm.random import default_generator, manual_seed
 
 
 def on_device(array):
-    return CudaArray.wrap(cuda.to_device(np.ascontiguousarray(array)))
+    return CudaArray.from_host(array)
 
 
 def host(array):
-    return array.as_numba().copy_to_host()
+    return array.to_numpy()
 
 
 def draw(size, dtype, key=(12345, 678)):
-    out = cuda.device_array(size, dtype)
+    out = CudaArray.empty(size, dtype)
     philox.uniform_(out, *key)
-    return out.copy_to_host()
+    return out.to_numpy()
 
 
 # --- Philox4x32-10 -----------------------------------------------------------------------------------
@@ -122,12 +124,12 @@ def test_keys_change_every_value():
 
 def test_uniform_checks_its_arguments():
     with pytest.raises(TypeError, match="float16, float32 or float64, got int32"):
-        philox.uniform_(cuda.device_array(4, np.int32), 1, 2)
+        philox.uniform_(CudaArray.empty(4, np.int32), 1, 2)
     with pytest.raises(ValueError, match=r"flat \(1-D\).*\(2, 2\)"):
-        philox.uniform_(cuda.device_array((2, 2), np.float32), 1, 2)
+        philox.uniform_(CudaArray.empty((2, 2), np.float32), 1, 2)
     with pytest.raises(ValueError, match="key1 must be a 32-bit unsigned int, got 4294967296"):
-        philox.uniform_(cuda.device_array(4, np.float32), 1, 2**32)
-    philox.uniform_(cuda.device_array(0, np.float32), 1, 2)  # nothing to launch
+        philox.uniform_(CudaArray.empty(4, np.float32), 1, 2**32)
+    philox.uniform_(CudaArray.empty(0, np.float32), 1, 2)  # nothing to launch
 
 
 # --- the backend's random_uniform --------------------------------------------------------------------
@@ -298,11 +300,11 @@ def test_updates_check_their_arguments():
     with pytest.raises(ValueError, match="step must be an int >= 1 .* got 0"):
         cuda_optim.adam_update([param], [grad], [param], [param], None, **dict(adam, step=0))
     with pytest.raises(TypeError, match="params must have dtype float16, float32 or float64, got int64"):
-        kernel_adam_update(*([cuda.device_array(3, np.int64)] for _ in range(4)), None, **adam)
+        kernel_adam_update(*([CudaArray.empty(3, np.int64)] for _ in range(4)), None, **adam)
     with pytest.raises(ValueError, match=r"params\[1\] must be a flat \(1-D\) device array of dtype float32"):
-        kernel_adam_update(*([cuda.device_array(3, np.float32), cuda.device_array(3, np.float64)]
+        kernel_adam_update(*([CudaArray.empty(3, np.float32), CudaArray.empty(3, np.float64)]
                              for _ in range(4)), None, **adam)
     with pytest.raises(ValueError, match="params must be a non-empty sequence"):
         kernel_adam_update([], [], [], [], None, **adam)
-    empty = [cuda.device_array(0, np.float32)]
+    empty = [CudaArray.empty(0, np.float32)]
     kernel_adam_update(empty, empty, empty, empty, empty, **adam)  # nothing to launch

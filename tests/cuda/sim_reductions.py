@@ -15,6 +15,8 @@ if not numba.config.ENABLE_CUDASIM:
 
 from numba import cuda
 
+from host_arrays import to_device
+
 from tinynorm.backends import cpu
 from tinynorm.backends.cuda import reductions as backend
 from tinynorm.backends.cuda.array import CudaArray
@@ -58,19 +60,19 @@ def column_path(monkeypatch):
 
 
 def on_device(array: np.ndarray) -> CudaArray:
-    return CudaArray.wrap(cuda.to_device(np.array(array, order="C")))  # ascontiguousarray makes 0-d 1-d
+    return CudaArray.from_host(np.array(array, order="C"))  # ascontiguousarray makes 0-d 1-d
 
 
 def host(array: CudaArray) -> np.ndarray:
     array = array.contiguous()
-    return array.storage.copy_to_host()[array.offset:array.offset + array.size].reshape(array.shape)
+    return array.storage.to_numpy()[array.offset:array.offset + array.size].reshape(array.shape)
 
 
 def strided_view(base: np.ndarray, shape, strides, offset=0) -> tuple[CudaArray, np.ndarray]:
     """The same non-contiguous view (strides and offset in elements) of ``base`` on both devices."""
     flat = np.ascontiguousarray(base).ravel()
     expected = np.lib.stride_tricks.as_strided(flat[offset:], shape, [s * flat.itemsize for s in strides])
-    return CudaArray(cuda.to_device(flat), shape, strides, offset), expected.copy()
+    return CudaArray(to_device(flat).storage, shape, strides, offset), expected.copy()
 
 
 def assert_result(actual: CudaArray, expected, dtype, rtol=0.0):

@@ -6,8 +6,8 @@ so a CI that forgot the extra is noticed. A float64 instruction in a float32 ker
 bug (a Python float literal or a float64 scalar argument promotes the arithmetic around it), costing
 up to 64x throughput on consumer GPUs: every ``.f64`` instruction is reported.
 
-The second half checks the low-overhead launch (tinynorm/kernels/cuda/launch.py) against Numba's own
-argument handling, for signatures of every kernel family; that also runs without a GPU.
+The second half checks the low-overhead launch (tinynorm/backends/cuda/runtime/launch.py) against
+Numba's own argument handling, for signatures of every kernel family; that also runs without a GPU.
 """
 import ctypes
 import re
@@ -20,7 +20,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from numba import types
+from ptx_support import types
 from ptx_support import (
     BOOL,
     CC,
@@ -125,6 +125,32 @@ def test_narrow_rows_stay_in_registers(compile_ptx, tmp_path):
             assert_fits_in_registers(ptx, tmp_path, max_registers, f"{kind} per_lane={per_lane}")
 
 
+WIDE_MAX_REGISTERS = 64  # 1024 threads per block x 64 registers = an SM's 65536
+WIDE_MAX_SPILL_BYTES = 32
+
+
+def test_wide_kernels_fit_1024_threads_per_block(compile_ptx, tmp_path):
+    """The wide-row kernels launch with up to 1024 threads per block, which the GPU allows only at 64
+    registers per thread or fewer (else CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES): uncapped, ptxas gives them
+    51-66 registers (RMS backward without weight, float16: 66). They are compiled with
+    ``max_registers=64`` (the linker's register cap), and ptxas must fit them under that cap with at most
+    ``WIDE_MAX_SPILL_BYTES`` of spills (LN backward: 16 bytes in float32, 20 in float16, in L1): a kernel
+    that grows fails here, not on a GPU."""
+    from tinynorm.kernels.cuda import _row_norm
+    for dtype in (F32, F16):
+        x = _array(dtype, 2)
+        for name, kernel, signature in [
+                ("LN wide forward", _row_norm.wide_forward, (x, P1, P1, F32, x, P1, P1, I64)),
+                ("RMS wide forward", _row_norm.wide_forward, (x, P1, NONE, F32, x, NONE, P1, I64)),
+                ("LN wide backward", _row_norm.wide_backward, (x, x, P1, P1, P1, x, P3, I64)),
+                ("RMS wide backward", _row_norm.wide_backward, (x, x, NONE, P1, P1, x, P3, I64)),
+                ("LN wide backward, no weight", _row_norm.wide_backward, (x, x, P1, P1, NONE, x, P3, I64)),
+                ("RMS wide backward, no weight", _row_norm.wide_backward, (x, x, NONE, P1, NONE, x, P3, I64))]:
+            assert kernel.targetoptions["max_registers"] == WIDE_MAX_REGISTERS, name
+            assert_fits_in_registers(compile_ptx(kernel, signature), tmp_path, WIDE_MAX_REGISTERS,
+                                     f"{name} [{dtype}]", capped=True, max_spill_bytes=WIDE_MAX_SPILL_BYTES)
+
+
 def test_f64_pattern_catches_float64_arithmetic(compile_ptx):
     """The check above can fail: a kernel with a Python float literal compiles to float64 arithmetic."""
     from numba import cuda
@@ -138,7 +164,12 @@ def test_f64_pattern_catches_float64_arithmetic(compile_ptx):
 
 
 # ------------------------------------------------------------------------------------------------
-# The low-overhead launch (tinynorm/kernels/cuda/launch.py) must hand the driver exactly the
+# The runtime's launch is written against numba-cuda's internals: with another compiler selected
+# (TINYNORM_CUDA_COMPILER, docs/cuda.md's probe of numba-cuda-mlir) only the PTX tests above apply.
+numba_cuda_only = pytest.mark.skipif(__import__("tinynorm.backends.cuda.runtime.compiler", fromlist=["NAME"]).NAME
+                                     != "numba-cuda", reason="the launch path is written for numba-cuda")
+
+# The low-overhead launch (tinynorm/backends/cuda/runtime/launch.py) must hand the driver exactly the
 # parameters Numba's dispatcher hands it. Without a GPU, the dispatcher's own code can still run up
 # to the driver call: a compiled ``_Kernel`` flattens arguments with ``_prepare_args``, and cuda.core's
 # ``ParamHolder`` builds the ``void **kernelParams`` block that numba-cuda passes to the driver.
@@ -246,7 +277,7 @@ def compile_kernel(compile_ptx, monkeypatch):
     from numba import cuda
     from numba.cuda import codegen, dispatcher
 
-    from tinynorm.kernels.cuda.launch import NONE_AS_NULL_POINTER
+    from tinynorm.backends.cuda.runtime.launch import NONE_AS_NULL_POINTER
     if not cuda.is_available():  # _Kernel asks the current context for its compute capability
         device = SimpleNamespace(compute_capability=CC)
         monkeypatch.setattr(dispatcher, "get_current_device", lambda: device)
@@ -262,14 +293,31 @@ def compile_kernel(compile_ptx, monkeypatch):
 
 
 def _device_array(ty, address):
-    """A real numba DeviceNDArray of type ``ty`` (shapes 3, 5, 7, 2, or 0-d) on fake memory at ``address``."""
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    """A tinynorm array of type ``ty`` (shapes 3, 5, 7, 2, or 0-d; a 1-D one is a storage, as the strided
+    kernels take them) on fake memory at ``address``."""
+    from tinynorm.backends.cuda.array import CudaArray
+    from tinynorm.backends.cuda.runtime import memory
     dtype = np.dtype(str(ty.dtype))
     shape = (3, 5, 7, 2)[:ty.ndim]
-    strides = tuple(int(np.prod(shape[d + 1:])) * dtype.itemsize for d in range(ty.ndim))
+    storage = memory.foreign(address, int(np.prod(shape)), dtype, None)
+    return storage if ty.ndim == 1 else CudaArray(storage, shape)
+
+
+def _numba_twin(value):
+    """A tinynorm array as the Numba DeviceNDArray on the same fake memory (tuples item by item, scalars
+    as they are): what Numba's own launch takes (built without a CUDA context)."""
+    if isinstance(value, tuple):
+        return tuple(map(_numba_twin, value))
+    if not hasattr(value, "kernel_parameters"):
+        return value
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     from numba.cuda.cudadrv.driver import MemoryPointer, binding
-    memory = MemoryPointer(None, binding.CUdeviceptr(address), int(np.prod(shape)) * dtype.itemsize)
-    return DeviceNDArray(shape, strides, dtype, gpu_data=memory)
+    interface = value.__cuda_array_interface__
+    dtype = np.dtype(interface["typestr"])
+    shape = tuple(interface["shape"])
+    strides = tuple(int(np.prod(shape[d + 1:])) * dtype.itemsize for d in range(len(shape)))
+    pointer = MemoryPointer(None, binding.CUdeviceptr(interface["data"][0]), int(np.prod(shape)) * dtype.itemsize)
+    return DeviceNDArray(shape, strides, dtype, gpu_data=pointer)
 
 
 # A value of each scalar type, of the Python type Numba types as it (a Python int is int64, ...);
@@ -303,17 +351,18 @@ def _numba_parameters(compiled, args, sizes):
     from cuda.core._kernel_arg_handler import ParamHolder
     flat = []
     for ty, value in zip(compiled.argument_types, args):
-        compiled._prepare_args(ty, value, 0, [], flat)
+        compiled._prepare_args(ty, _numba_twin(value), 0, [], flat)
     assert len(flat) == len(sizes)
     holder = ParamHolder(flat)
     pointers = (ctypes.c_void_p * len(sizes)).from_address(holder.ptr)
     return [ctypes.string_at(pointers[i], size) for i, size in enumerate(sizes)]
 
 
+@numba_cuda_only
 def test_flatten_matches_numbas_parameters(compile_kernel):
     """``flatten`` gives, for every kernel family's arguments, the parameters (count, sizes, bytes) that
     Numba's dispatcher passes and that the kernel's PTX declares; the hot-path writers agree."""
-    from tinynorm.kernels.cuda.launch import _writer, flatten
+    from tinynorm.backends.cuda.runtime.launch import _writer, flatten
     for name, kernel, signature in _launch_cases():
         compiled, sizes = compile_kernel(kernel, signature)
         args = _arguments(signature)
@@ -342,28 +391,41 @@ class _RecordingDriver:
         return (0,)
 
 
+@numba_cuda_only
 def test_plan_block_matches_numbas_block(compile_kernel):
     """A plan's reused parameter block, refilled for new arguments, holds exactly the bytes numba-cuda's
-    own block holds (a fake driver reads it the way ``cuLaunchKernel`` does); a plan whose sizes
-    differ from the driver's ``arguments_info`` is refused."""
-    from tinynorm.kernels.cuda.launch import _check_parameter_sizes, _Plan
+    own block holds (a fake driver reads it the way ``cuLaunchKernel`` does)."""
+    from tinynorm.backends.cuda.runtime import launch
     for name, kernel, signature in _launch_cases():
         compiled, sizes = compile_kernel(kernel, signature)
-        info = [SimpleNamespace(size=size) for size in sizes]
-        cufunc = SimpleNamespace(handle=0x1234, kernel=SimpleNamespace(arguments_info=info))
         first = _arguments(signature)
-        plan = _Plan(_RecordingDriver(sizes), cufunc.handle, compiled.argument_types, first)
-        _check_parameter_sizes(cufunc, plan.sizes)
-        moved = tuple(_device_array(a._numba_type_, 0x7E00_0000_0000) if hasattr(a, "gpu_data") else a for a in first)
+        plan = launch.Plan(_RecordingDriver(sizes), 0x1234, compiled.argument_types, first)
+        moved = tuple(_device_array(ty, 0x7E00_0000_0000) if isinstance(ty, types.Array) else a
+                      for ty, a in zip(signature, first))
         for args in (first, moved):
             plan.launch((4, 2, 1), (128, 1, 1), 256, args)
             expected = ((4, 2, 1), (128, 1, 1), 256, _numba_parameters(compiled, args, sizes))
             assert plan.driver.launches[-1] == expected, name
-        info.pop()
-        with pytest.raises(ValueError, match="parameter sizes"):
-            _check_parameter_sizes(cufunc, plan.sizes)
 
 
+@numba_cuda_only
+def test_a_plan_whose_sizes_differ_from_the_drivers_is_refused(monkeypatch):
+    """On a GPU each plan compares its parameter sizes with the driver's ``arguments_info``; a mismatch
+    is a refusal with its reason (the launch goes to the dispatcher), never a mis-packed block."""
+    from tinynorm.backends.cuda.runtime import launch
+    _, kernel, signature = _launch_cases()[0]
+    args = _arguments(signature)
+    sizes = [size for ty, a in zip(signature, args) for size, _ in launch.flatten(ty, a)]
+    driver = _RecordingDriver(sizes)
+    monkeypatch.setattr(launch, "_driver", lambda: driver)
+    monkeypatch.setattr(launch, "driver_function", lambda kernel, argtypes: (0x1234, sizes))
+    assert isinstance(launch.make_plan(kernel, args), launch.Plan)
+    monkeypatch.setattr(launch, "driver_function", lambda kernel, argtypes: (0x1234, sizes[:-1]))
+    with pytest.raises(launch.Refused, match="parameter sizes"):
+        launch.make_plan(kernel, args)
+
+
+@numba_cuda_only
 def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):
     """numba-cuda 0.30.4's dispatcher has no case for a None argument; the extension of ``launch.jit``
     passes the 8-byte null pointer that the compiled kernel declares for it."""
@@ -381,45 +443,28 @@ def test_none_arguments_reach_the_kernel_as_null_pointers(compile_kernel):
     assert _row_norm.narrow_forward(1).targetoptions["extensions"]
 
 
-def test_plans_are_made_for_the_dispatchers_overload(compile_kernel):
-    """The cheap argument key promises the Numba types the dispatcher itself gives the arguments, so
-    a plan is made from the overload the dispatcher compiled (not silently refused)."""
-    from numba.cuda.dispatcher import CUDADispatcher
-
-    from tinynorm.kernels.cuda import launch
-    _, kernel, signature = _launch_cases()[2]  # arrays, float32, None
-    args = _arguments(signature)
-    assert tuple(launch._expected_type(a) for a in args) == tuple(CUDADispatcher.typeof_pyval(None, a) for a in args)
-    compiled, sizes = compile_kernel(kernel, signature)
-    compiled._codelibrary = SimpleNamespace(get_cufunc=lambda: SimpleNamespace(
-        handle=0x1234, kernel=SimpleNamespace(arguments_info=[SimpleNamespace(size=n) for n in sizes])))
-    fake = _FakeDispatcher()
-    fake.overloads[tuple(signature)] = compiled
-    assert isinstance(launch._make_plan(fake, args), launch._Plan)
-    assert launch._argument_key(args[0]) == (np.dtype(np.float32), 2)
-
-
+@numba_cuda_only
 def test_argument_keys_promise_the_dispatchers_types():
     """For every argument kind of every kernel family (tuples, each scalar type, None, arrays of each
     dtype and rank), the key a plan is filed under promises the type the dispatcher gives the value;
     values whose type the key cannot tell are never planned."""
     from numba.cuda.dispatcher import CUDADispatcher
 
-    from tinynorm.kernels.cuda import launch
+    from tinynorm.backends.cuda.array import CudaArray
+    from tinynorm.backends.cuda.runtime import launch
     for name, _, signature in _launch_cases():
         args = _arguments(signature)
-        assert tuple(CUDADispatcher.typeof_pyval(None, a) for a in args) == signature, name
-        assert tuple(launch._expected_type(a) for a in args) == signature, name
+        assert tuple(CUDADispatcher.typeof_pyval(None, _numba_twin(a)) for a in args) == signature, name
+        assert tuple(launch.expected_type(a) for a in args) == signature, name
         assert all(launch._argument_key(a) is not None for a in args), name
     assert launch._argument_key((3, np.int64(-1))) == (tuple, int, np.int64)
-    assert launch._expected_type((3, np.int32(-1))) == types.Tuple((I64, I32))
+    assert launch.expected_type((3, np.int32(-1))) == types.Tuple((I64, I32))
     assert launch._writer(tuple_type(2))((3, -1)) == [3, 2**64 - 1]
     with pytest.raises(KeyError):  # a Python int this large is typed uint64 by Numba
         launch._argument_key(2**63)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-    memory = SimpleNamespace(device_ctypes_pointer=ctypes.c_void_p(0x7F00_0000_0000))
+    row = _device_array(_array(F32, 2), 0x7F00_0000_0000)
     with pytest.raises(KeyError):  # a broadcast row: stride 0
-        launch._argument_key(DeviceNDArray((3, 5), (0, 4), np.float32, gpu_data=memory))
+        launch._argument_key(CudaArray(row.storage, (3, 5), (0, 1)))
 
 
 class _FakeDispatcher:
@@ -436,17 +481,25 @@ class _FakeDispatcher:
         return CUDADispatcher.typeof_pyval(self, value)
 
 
+@numba_cuda_only
 def test_launch_falls_back_to_the_dispatcher(monkeypatch):
-    """No plan (a kernel the dispatcher has not compiled for these types) means the dispatcher every
-    time; a plan that fails switches the fast path off, warns, and relaunches through the dispatcher."""
-    from tinynorm.kernels.cuda import launch
+    """A refused plan means the dispatcher every time, with the reason recorded; a plan that fails
+    switches the fast path off, warns, and relaunches through the dispatcher."""
+    from tinynorm.backends.cuda.runtime import launch
     monkeypatch.setitem(launch._fast, "enabled", True)
     monkeypatch.setattr(launch, "_plans", {})
+    monkeypatch.setattr(launch, "refusals", {})
+
+    def refuse(kernel, argtypes):
+        raise launch.Refused("no driver here")
+
+    monkeypatch.setattr(launch, "driver_function", refuse)
     kernel = _FakeDispatcher()
     for _ in range(2):
         launch.launch(kernel, 4, 32, (1, np.float32(2)))
     assert kernel.calls == [((4, 32, 0, 0), (1, np.float32(2)))] * 2
     assert launch._plans == {(kernel, int, np.float32): None}
+    assert list(launch.refusals.values()) == ["no driver here"]
 
     class Failing:
         def launch(self, *args):

@@ -1,4 +1,5 @@
-"""Every CUDA kernel in tinynorm/kernels/cuda is made by ``launch.jit`` and launched by ``launch.launch``.
+"""Every CUDA kernel in tinynorm/kernels/cuda is made by ``launch.jit`` and launched by ``launch.launch``
+(``tinynorm/backends/cuda/runtime/launch.py``).
 
 numba-cuda 0.30.4's dispatcher cannot launch a kernel given a ``None`` argument on a GPU
 (``NotImplementedError`` in ``_prepare_args``); ``launch.jit`` adds the dispatcher extension that
@@ -28,7 +29,7 @@ from numba.cuda.dispatcher import CUDADispatcher
 
 import tinynorm.kernels.cuda as kernels_package
 from tinynorm.kernels.cuda import elementwise
-from tinynorm.kernels.cuda.launch import NoneAsNullPointer
+from tinynorm.backends.cuda.runtime.launch import NoneAsNullPointer
 
 F32 = np.dtype(np.float32)
 # A representative call of every kernel factory, by "module.function".
@@ -53,8 +54,7 @@ FACTORY_ARGUMENTS = {
     "softmax.backward_kernel": (F32,),
 }
 # Cached functions that build device functions or compute values, not kernels.
-NOT_KERNEL_FACTORIES = {"_shared.sm_count", "memory.block_cache", "memory._context", "memory.contiguous_strides",
-                        "matmul.accumulator_dtype",
+NOT_KERNEL_FACTORIES = {"_shared.sm_count", "matmul.accumulator_dtype",
                         "strided._unread_flag", "elementwise._with_three_arguments", "elementwise._loader",
                         "elementwise._flat_loader",
                         "reductions._extreme_functions", "elementwise.gelu_functions"}
@@ -122,10 +122,9 @@ def _subscript_calls(source: str) -> list[int]:
 
 
 def test_every_launch_goes_through_launch_launch():
-    """Outside launch.py, no module launches a kernel with ``kernel[grid, block](...)`` itself."""
+    """No kernel module launches a kernel with ``kernel[grid, block](...)`` itself."""
     offenders = []
     for module_name, module in _modules().items():
-        if module_name != "launch":
-            offenders += [f"{module_name}.py:{line}" for line in _subscript_calls(inspect.getsource(module))]
+        offenders += [f"{module_name}.py:{line}" for line in _subscript_calls(inspect.getsource(module))]
     assert not offenders, f"launch these kernels with launch.launch(kernel, grid, block, args): {offenders}"
     assert _subscript_calls("kernel[4, 32](x)\ny = x[0]\nz = x[0].copy()\n") == [1]  # the search works

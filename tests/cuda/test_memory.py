@@ -1,9 +1,9 @@
-"""The caching allocator (tinynorm.kernels.cuda.memory), without a GPU.
+"""The caching allocator (tinynorm.backends.cuda.runtime.memory), without a GPU.
 
-The cache is bookkeeping over blocks that a driver function hands out, so a fake driver (blocks with
-made-up device pointers) checks it: reuse by size class, the counts PyTorch reports, freeing, and the
-retry when the GPU is full. The lifetimes go through Numba's own pointer classes, as on a GPU: a
-block must stay lent while any view of its memory is alive, and come back once none is.
+The cache is bookkeeping over blocks that a driver function hands out, so a fake driver (blocks at
+made-up device addresses) checks it: reuse by size class, the counts PyTorch reports, freeing, and the
+retry when the GPU is full. Lifetimes are Python's, as on a GPU: a block must stay lent while any
+array viewing its storage is alive, and come back once none is.
 """
 from __future__ import annotations
 
@@ -14,9 +14,14 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from numba.cuda.cudadrv.driver import binding  # noqa: E402
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
 
-from tinynorm.kernels.cuda import launch, memory  # noqa: E402
+from tinynorm.backends.cuda.array import CudaArray  # noqa: E402
+from tinynorm.backends.cuda.runtime import launch, memory  # noqa: E402
+
+if numba.config.ENABLE_CUDASIM:
+    pytest.skip("the caching allocator is not used in the simulator", allow_module_level=True)
 
 MiB = 1 << 20
 
@@ -51,7 +56,7 @@ class FakeBlock:
     """A driver block, freed (by the fake driver's reckoning) when nothing references it any more."""
 
     def __init__(self, address: int, size: int) -> None:
-        self.device_pointer = binding.CUdeviceptr(address)
+        self.address = address
         self.size = size
 
 
@@ -133,142 +138,64 @@ def test_out_of_memory_names_the_request_and_what_tinynorm_holds():
     assert isinstance(memory.OutOfMemoryError(), RuntimeError)  # as torch.OutOfMemoryError
 
 
-def test_a_lent_block_comes_back_only_when_no_view_of_it_is_alive():
-    """Numba's device arrays hold owned pointers: a view (a slice of an array) holds its own, and the
-    block must not be reused while the view can still be read."""
-    cache, _ = make_cache()
-    pointer = memory.lend(cache, 4000)
-    address = int(pointer.device_pointer)
-    view = pointer.view(1024, 2048)
-    assert int(view.device_pointer) == address + 1024
-    del pointer
-    gc.collect()
-    assert cache.allocated_bytes == 4096  # the view still uses it
-    reused_while_alive = memory.lend(cache, 4000)
-    assert int(reused_while_alive.device_pointer) != address
-    del view
-    gc.collect()
-    assert cache.allocated_bytes == 4096  # only the second block is in use now
-    reused = memory.lend(cache, 3900)
-    assert int(reused.device_pointer) == address
-    assert cache.driver_allocations == 2
-
-
-def test_lent_pointers_keep_the_size_asked_for():
-    cache, _ = make_cache()
-    pointer = memory.lend(cache, 1000)
-    assert pointer.size == 1000  # what Numba checks array accesses against, not the 1024-byte class
-
-
-def test_empty_builds_a_numba_device_array_on_a_lent_block(monkeypatch):
-    """``memory.empty`` as on a GPU (the driver faked): a C-contiguous Numba device array of the shape
-    and dtype asked for, at the block's address, whose block comes back when the array is dropped."""
-    import numpy as np
-
+@pytest.fixture
+def cache(monkeypatch):
+    """A cache over a fake driver, installed as the process's cache."""
     cache, _ = make_cache()
     monkeypatch.setattr(memory, "block_cache", lambda: cache)
-    monkeypatch.setattr(memory, "_context", lambda: None)
-    array = memory.empty((3, 5), np.float32)
-    assert array.shape == (3, 5) and array.dtype == np.float32 and array.strides == (20, 4)
-    assert array.is_c_contiguous() and cache.allocated_bytes == 512
-    address = array.device_ctypes_pointer.value
+    return cache
+
+
+def test_a_storage_gives_its_block_back_when_no_array_views_it(cache):
+    """Every view of an array references its storage, so the block stays lent while any of them is
+    alive, and comes back (to be reused) once none is."""
+    array = CudaArray.empty((4, 250), np.float32)
+    address = array.storage.address
+    row, column, reshaped = array[1], array[:, 3], array.reshape(1000)
+    assert row.storage is array.storage and cache.allocated_bytes == 4096
     del array
     gc.collect()
-    assert cache.allocated_bytes == 0
-    again = memory.empty(7, np.int64)
-    assert again.shape == (7,) and again.device_ctypes_pointer.value == address
+    reused_while_alive = CudaArray.empty(1000, np.float32)
+    assert reused_while_alive.storage.address != address
+    del row, column, reshaped
+    gc.collect()
+    assert cache.allocated_bytes == 4096  # only the second block is in use now
+    again = CudaArray.empty((10, 100), np.float32)
+    assert again.storage.address == address and cache.driver_allocations == 2
 
+
+def test_storages_keep_the_length_asked_for(cache):
+    storage = memory.allocate(250, np.dtype(np.float32))
+    assert storage.length == 250 and storage.size == 250 and cache.allocated_bytes == 1024
+    assert storage.kernel_parameters == [0, 0, 250, 4, storage.address, 250, 4]
+    assert storage.launch_key == (np.dtype(np.float32), 1)
+
+
+def test_empty_arrays_take_no_block(cache):
+    array = CudaArray.empty((0, 5), np.float16)
+    assert array.size == 0 and cache.driver_allocations == 0 and array.storage.address == 0
 
 
 @pytest.mark.parametrize("shape, dtype", [((3, 5), "float32"), ((7,), "int64"), ((2, 1, 4), "float16"),
                                           ((), "float32")])
-def test_contiguous_device_array_is_numbas_array_built_faster(shape, dtype):
-    """``ContiguousDeviceArray`` (what ``memory.empty`` and ``memory.view`` make) has every attribute
-    Numba's constructor sets, with the same values, types as the same Numba array type, and slices and
-    reshapes as Numba's own array does (through the dummy array it builds when asked)."""
-    import numpy as np
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
-    cache, _ = make_cache()
-    dtype = np.dtype(dtype)
-    pointer = memory.lend(cache, max(1, int(np.prod(shape))) * dtype.itemsize)
-    ours = memory.ContiguousDeviceArray.make(shape, dtype, pointer)
-    numbas = DeviceNDArray(shape, memory.contiguous_strides(shape, dtype.itemsize), dtype, gpu_data=pointer)
-    assert isinstance(ours, DeviceNDArray)
-    for name in ("shape", "strides", "dtype", "size", "ndim", "alloc_size", "gpu_data", "stream", "nbytes"):
-        assert getattr(ours, name) == getattr(numbas, name), name
-    assert ours._numba_type_ == numbas._numba_type_
-    assert ours.is_c_contiguous() and numbas.is_c_contiguous()
-    assert ours.flags == numbas.flags and ours.__cuda_array_interface__ == numbas.__cuda_array_interface__
-    # What the launch path reads from ours instead of working it out: Numba's parameters and type key.
-    assert ours.kernel_parameters == [value for _, value in launch.flatten(numbas._numba_type_, numbas)]
-    assert ours.launch_key == launch._argument_key(numbas)
-    if ours.ndim:
-        pairs = [(ours.reshape(-1), numbas.reshape(-1)),
-                 (ours._do_getitem(slice(None, None, 2)), numbas._do_getitem(slice(None, None, 2)))]
-        if ours.ndim > 1:  # (an integer index into a 1-D array reads an element: that needs a GPU)
-            pairs.append((ours._do_getitem(0), numbas._do_getitem(0)))
-        for got, want in pairs:
-            assert (got.shape, got.strides, got.device_ctypes_pointer.value) == \
-                (want.shape, want.strides, want.device_ctypes_pointer.value)
-            assert got.is_c_contiguous() == want.is_c_contiguous() or want.shape[0] == 1
-            # Numba builds these through the constructor: they work out their launch data themselves.
-            assert got.kernel_parameters == [value for _, value in launch.flatten(want._numba_type_, want)]
-            if got.is_c_contiguous():
-                assert got.launch_key == launch._argument_key(want)
-            else:
-                with pytest.raises(KeyError):
-                    got.launch_key
-
-def _device_array(cache, shape, dtype):
-    """A Numba device array on a lent block, as ``memory.empty`` makes on a GPU."""
-    import numpy as np
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
-    dtype = np.dtype(dtype)
-    size = int(np.prod(shape))
-    strides = tuple(int(s) for s in np.empty(shape, dtype).strides)
-    return DeviceNDArray(shape, strides, dtype, gpu_data=memory.lend(cache, size * dtype.itemsize))
+def test_arrays_carry_numbas_kernel_parameters(cache, shape, dtype):
+    """What the launch path reads from an array (its parameters, its type key) is what Numba derives
+    from the array's ``__cuda_array_interface__`` (``launch.flatten``, the reference)."""
+    array = CudaArray.empty(shape, dtype)
+    ty = launch.expected_type(array)
+    assert array.kernel_parameters == [value for _, value in launch.flatten(ty, array)]
+    assert array.launch_key == (np.dtype(dtype), len(shape))
+    sub = array.reshape(-1)[1:] if array.size > 1 else array
+    assert sub.kernel_parameters == [value for _, value in launch.flatten(launch.expected_type(sub), sub)]
 
 
-@pytest.mark.parametrize("shape, offset, view_shape", [
-    ((2, 12), 12, (12,)),  # a row
-    ((24,), 4, (4, 5)),  # a slice, reshaped
-    ((3, 8), 0, (24,)),  # flattened
-])
-def test_view_is_what_numba_slicing_gives(shape, offset, view_shape):
-    """``memory.view`` builds the view Numba's ``a.reshape(-1)[start:stop].reshape(shape)`` would: the
-    same address, shape, strides and dtype (Numba's own indexing is called without its context check,
-    which needs a GPU)."""
-    import numpy as np
-
-    cache, _ = make_cache()
-    array = _device_array(cache, shape, np.float32)
-    got = memory.view(array, offset, view_shape)
-    size = int(np.prod(view_shape))
-    expected = array.reshape(array.size)._do_getitem(slice(offset, offset + size)).reshape(view_shape)
-    assert (got.shape, got.strides, got.dtype) == (expected.shape, expected.strides, expected.dtype)
-    assert got.device_ctypes_pointer.value == expected.device_ctypes_pointer.value
-    assert got.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * offset
-
-
-def test_view_returns_the_array_itself_when_nothing_changes_and_checks_bounds():
-    import numpy as np
-
-    cache, _ = make_cache()
-    array = _device_array(cache, (2, 3), np.float64)
-    assert memory.view(array, 0, (2, 3)) is array
-    with pytest.raises(ValueError, match=r"elements \[4, 8\) are outside an array of 6"):
-        memory.view(array, 4, (4,))
-
-
-def test_rows_keep_the_block_lent():
-    import numpy as np
-
-    cache, _ = make_cache()
-    array = _device_array(cache, (2, 100), np.float32)
-    first, second = memory.rows(array)
-    assert second.device_ctypes_pointer.value - first.device_ctypes_pointer.value == 400
+def test_subarrays_and_rows_share_the_storage_and_check_bounds(cache):
+    array = CudaArray.empty((2, 100), np.float32)
+    first, second = array.rows()
+    assert second.kernel_parameters[4] - first.kernel_parameters[4] == 400
+    assert array.subarray(100, (10, 10)).kernel_parameters[4] == second.kernel_parameters[4]
+    with pytest.raises(ValueError, match=r"elements \[150, 250\) are outside an array of 200"):
+        array.subarray(150, (100,))
     del array, first
     gc.collect()
     assert cache.allocated_bytes == 1024  # the second row still reads the block
@@ -277,43 +204,27 @@ def test_rows_keep_the_block_lent():
     assert cache.allocated_bytes == 0
 
 
-@pytest.mark.parametrize("make_view, offset", [
-    (lambda array: memory.view(memory.view(array, 10, (50,)), 5, (2, 5)), 15),  # a view of a view
-    (lambda array: memory.view(array, 0, (4, 25)), 0),  # a reshape: shares the pointer, as Numba's does
-])
-def test_a_view_keeps_the_block_lent(make_view, offset):
-    import numpy as np
-
-    cache, _ = make_cache()
-    array = _device_array(cache, (100,), np.float32)
-    view = make_view(array)
-    assert view.device_ctypes_pointer.value == array.device_ctypes_pointer.value + 4 * offset
-    assert (view.gpu_data is array.gpu_data) == (view.size == array.size)
-    del array
-    gc.collect()
-    assert cache.allocated_bytes == 512
-    del view
-    gc.collect()
-    assert cache.allocated_bytes == 0
+def test_strided_views_are_refused_by_plans_not_misread(cache):
+    """A view that is not C-contiguous has no launch key (its launch goes to the dispatcher), so a plan
+    never passes it as if it were contiguous."""
+    array = CudaArray.empty((4, 6), np.float32)
+    with pytest.raises(KeyError, match="not a C-contiguous array"):
+        array[:, ::2].launch_key
+    with pytest.raises(KeyError):
+        array.T.launch_key
+    assert array[1:3].launch_key == (np.dtype(np.float32), 2)  # a block of rows is contiguous
 
 
-def test_views_of_numba_allocated_memory_use_numba_views():
-    """Memory the cache did not lend (an array Numba allocated) is counted by Numba's own pointers:
-    its views must go through them, or Numba could free it under a live view."""
-    from numba.cuda.cudadrv.driver import AutoFreePointer, OwnedPointer
-
-    freed = []
-    block = FakeBlock(1 << 40, 4096)
-    allocation = AutoFreePointer(None, block.device_pointer, 4096, finalizer=lambda: freed.append(1))
-    numba_pointer = allocation.own()  # as Numba's memalloc hands out (its context keeps ``allocation``)
-    view = memory._sub_pointer(numba_pointer, 512, 1024)
-    assert isinstance(view, OwnedPointer) and int(view.device_pointer) == (1 << 40) + 512
-    del numba_pointer
+def test_foreign_memory_keeps_its_owner_alive():
+    owner = FakeBlock(1 << 40, 4096)
+    storage = memory.foreign(owner.address, 1024, np.dtype(np.float32), owner)
+    ref = weakref.ref(owner)
+    del owner
     gc.collect()
-    assert freed == []  # the view still counts
-    del view
+    assert ref() is not None and storage.address == 1 << 40
+    del storage
     gc.collect()
-    assert freed == [1]
+    assert ref() is None
 
 
 @pytest.mark.parametrize("value, keeps", [(None, True), ("0", True), ("1", False)])

@@ -9,7 +9,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator's tests are tests/cuda/sim_conv.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from ptx_support import F32, F64, F64_TYPE, I64, array_type
+from ptx_support import F32, F64, F64_TYPE, I64, array_type, types
 
 
 def _cases(dtype):
@@ -49,5 +49,5 @@ def test_max_pool_backward_accepts_int32_indices(compile_ptx):
     from tinynorm.kernels.cuda import pool
     a4 = array_type(F32, 4)
     ptx = compile_ptx(pool._max_pool_backward_kernel,
-                      (a4, array_type(numba.types.int32, 4), a4, F32, array_type(I64, 1)))
+                      (a4, array_type(types.int32, 4), a4, F32, array_type(I64, 1)))
     assert not F64.findall(ptx)

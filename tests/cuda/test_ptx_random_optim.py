@@ -10,7 +10,7 @@ import pytest
 if numba.config.ENABLE_CUDASIM:  # the simulator has no compiler; its tests are tests/cuda/sim_*.py
     pytest.skip("PTX compilation needs the real numba.cuda target, not the simulator", allow_module_level=True)
 
-from numba import types
+from ptx_support import types
 from ptx_support import BOOL, F16, F32, F64, F64_TYPE, NONE, array_type, assert_fits_in_registers
 
 U64 = types.uint64

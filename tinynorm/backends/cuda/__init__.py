@@ -1,8 +1,9 @@
 """The CUDA backend: the names of :mod:`tinynorm.backends.cpu`, for :class:`CudaArray` device arrays.
 
 Each family lives in its own module and lists its names in ``__all__``; this package gathers them
-into the one namespace ops see as ``ctx.xp``. Importing it imports ``numba.cuda`` (``import tinynorm``
-never does: the backend is loaded on first use of ``device='cuda'``).
+into the one namespace ops see as ``ctx.xp``, and lists them all in its own ``__all__``. Importing it
+imports ``numba.cuda`` (``import tinynorm`` never does: the backend is loaded on first use of
+``device='cuda'``).
 """
 # ruff: noqa: F401, F403  (this module is the union of its submodules' names)
 from .array import CudaArray
@@ -21,3 +22,8 @@ from .softmax import *
 
 name = "cuda"
 ndarray = CudaArray
+
+__all__ = sorted({"name", "ndarray", *conv.__all__, *creation.__all__, *elementwise.__all__, *indexing.__all__,
+                  *linalg.__all__, *losses.__all__, *normalization.__all__, *optim.__all__, *random.__all__,
+                  *reductions.__all__, *shape.__all__, *softmax.__all__})
+"""Every name the ops may reach as ``xp.<name>`` on this backend."""

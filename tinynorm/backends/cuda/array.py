@@ -1,9 +1,12 @@
-"""``CudaArray``: the array type of the CUDA backend, a view on GPU memory.
+"""``CudaArray``: the array type of the CUDA backend, a view on device memory.
 
-A CUDA array is a flat Numba device array (its *storage*) seen through a ``shape``, per-dimension
-``strides`` and an ``offset``, both counted in elements. Transposing, broadcasting (stride 0),
-basic slicing and reshaping a contiguous array only make a new view; kernels that need C-contiguous
-inputs get them from :meth:`CudaArray.as_numba`, which copies only when the view is not contiguous.
+A CUDA array is a :class:`~.runtime.memory.Storage` (device memory: an address, a length, a dtype,
+and the block it holds) seen through a ``shape``, per-dimension ``strides`` and an ``offset``, both
+counted in elements. Transposing, broadcasting (stride 0), basic slicing and reshaping a contiguous
+array only make a new view. Kernels take CUDA arrays as they are: the launch path reads a contiguous
+array's address, shape and strides from it (``launch_key`` and ``kernel_parameters``, worked out once
+per array: a view never changes), and kernels that read any layout take its storage, offset and
+strides. :meth:`CudaArray.contiguous` copies a view that is not contiguous.
 
 It offers the part of numpy's ndarray interface that tinynorm's ops use, so an op's forward and
 backward are the same code on both devices: operators with broadcasting and numpy's dtype rules
@@ -14,17 +17,27 @@ copies to the host are explicit (``to_numpy``), as in PyTorch.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from ...kernels.cuda import memory
-from ...kernels.cuda.memory import contiguous_strides
-from ...kernels.cuda.strided import copy_strided
 from .. import is_basic_index
+from .runtime import memory
+from .runtime.memory import Storage
 
 Shape = tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=4096)  # a training step meets the same few shapes again and again
+def contiguous_strides(shape: tuple, itemsize: int = 1) -> tuple:
+    """The strides of a C-contiguous array of ``shape``: in elements, or in bytes given ``itemsize``."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _operator(name: str, reflected: bool = False) -> Any:
@@ -55,34 +68,45 @@ def _in_place(name: str) -> Any:
 
 
 class CudaArray:
-    """An n-d view (``shape``, ``strides``, ``offset`` in elements) on a flat device ``storage``."""
+    """An n-d view (``shape``, ``strides``, ``offset`` in elements) on a device ``storage``."""
 
-    __slots__ = ("_kernel_view", "dtype", "offset", "shape", "storage", "strides")
+    __slots__ = ("_contiguous", "dtype", "kernel_parameters", "launch_key", "offset", "shape", "storage", "strides")
     __array_ufunc__ = None  # numpy operators and ufuncs defer to this class (ndarray + CudaArray -> __radd__)
 
-    def __init__(self, storage: Any, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
+    def __init__(self, storage: Storage, shape: Shape, strides: Shape | None = None, offset: int = 0) -> None:
         self.storage = storage
-        self.shape = tuple(map(int, shape))
-        self.strides = contiguous_strides(self.shape) if strides is None else tuple(map(int, strides))
+        self.shape = shape = tuple(map(int, shape))
+        if strides is None:
+            self.strides = contiguous_strides(shape)
+            self._contiguous = True
+        else:
+            self.strides = tuple(map(int, strides))
+            self._contiguous = None  # worked out when first asked
         self.offset = int(offset)
-        self.dtype = storage.dtype  # a numpy dtype: Numba's device arrays (and the simulator's) keep one
-        self._kernel_view = None  # as_numba's view, kept: a view never changes, and making one costs µs
+        self.dtype = storage.dtype
+        # launch_key and kernel_parameters are set by __getattr__ the first time a launch reads them
 
     # --------------------------------------------------------------------------- construction
     @classmethod
     def empty(cls, shape: Shape, dtype: Any) -> CudaArray:
-        """A new uninitialised C-contiguous array."""
-        shape = tuple(int(n) for n in shape)
-        return cls(memory.empty(math.prod(shape), dtype), shape)
+        """A new uninitialised C-contiguous array (``shape`` an int or a tuple).
+
+        A new array is almost always a kernel's output, so its launch data are set at once (on a device:
+        the simulator's storages have no address and its launches take no plans)."""
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+        dtype = np.dtype(dtype)
+        storage = memory.allocate(math.prod(shape), dtype)
+        array = cls(storage, shape)
+        if storage.address is not None:
+            array.launch_key = dtype, len(shape)
+            array.kernel_parameters = [0, 0, storage.length, dtype.itemsize, storage.address, *shape,
+                                       *contiguous_strides(shape, dtype.itemsize)]
+        return array
 
     @classmethod
-    def wrap(cls, device_array: Any) -> CudaArray:
-        """A C-contiguous Numba device array (a kernel's result) as a CudaArray, sharing its memory."""
-        if not device_array.is_c_contiguous():
-            raise ValueError(f"wrap: expected a C-contiguous device array, got strides {device_array.strides}")
-        array = cls(memory.view(device_array, 0, device_array.size), device_array.shape)
-        array._kernel_view = device_array  # what as_numba would make
-        return array
+    def from_host(cls, host: np.ndarray) -> CudaArray:
+        """A new C-contiguous device copy of the host array ``host``."""
+        return cls(memory.to_device(host), host.shape)
 
     # ------------------------------------------------------------------------------ attributes
     @property
@@ -107,17 +131,12 @@ class CudaArray:
         return self.shape[0]
 
     def is_contiguous(self) -> bool:
-        """C-contiguous: the elements lie in C order, back to back (size-1 dims may have any stride)."""
-        if self.strides == contiguous_strides(self.shape):  # the usual case, without the loop
-            return True
-        step = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != step:
-                return False
-            step *= n
-        return True
+        """C-contiguous: the elements lie in C order, back to back (size-1 dims may have any stride).
+        Worked out once: a view never changes."""
+        if self._contiguous is None:
+            self._contiguous = _in_c_order(self.shape, self.strides)
+        return self._contiguous
 
-    # ------------------------------------------------------------------------ kernel arguments
     def contiguous(self) -> CudaArray:
         """This array if it is C-contiguous, else a C-contiguous copy."""
         if self.is_contiguous():
@@ -126,28 +145,47 @@ class CudaArray:
         copy_strided(out.storage, self.storage, self.offset, self.strides, self.shape)
         return out
 
-    def as_numba(self, shape: Shape | None = None) -> Any:
-        """A C-contiguous Numba device array with these values, in ``shape`` (of the same size) when
-        given, to hand to a kernel: a view when this array is contiguous, else a new copy each time.
+    # ------------------------------------------------------------------------ kernel arguments
+    def __getattr__(self, name: str) -> Any:
+        """The two attributes the launch path reads of an array argument, set when first asked (so a
+        launch reads plain attributes): ``launch_key``, what decides its Numba type (dtype and ndim), and
+        ``kernel_parameters``, what Numba passes the kernel for it (meminfo and parent, both 0, the number
+        of items, the item size, the data pointer, the shape and the byte strides). A view that is not
+        C-contiguous has neither (a KeyError: such a view goes to Numba's dispatcher, or is copied first)."""
+        if name not in ("launch_key", "kernel_parameters"):
+            raise AttributeError(f"'CudaArray' object has no attribute {name!r}")
+        if not self.is_contiguous():
+            raise KeyError(f"not a C-contiguous array: shape {self.shape}, strides {self.strides}")
+        itemsize = self.dtype.itemsize
+        self.launch_key = self.dtype, len(self.shape)
+        self.kernel_parameters = [0, 0, self.size, itemsize, self.storage.address + self.offset * itemsize,
+                                  *self.shape, *contiguous_strides(self.shape, itemsize)]
+        return getattr(self, name)
 
-        Making a Numba view costs microseconds of host time (:func:`memory.view`), so the view in this
-        array's own shape is made once and kept: a CudaArray never changes.
-        """
-        if shape is None or tuple(shape) == self.shape:
-            if self._kernel_view is None:
-                if not self.is_contiguous():
-                    return self.contiguous().as_numba()
-                self._kernel_view = memory.view(self.storage, self.offset, self.shape)
-            return self._kernel_view
-        if math.prod(shape) != self.size:
-            raise ValueError(f"as_numba: cannot view {self.size} elements as shape {tuple(shape)}")
-        array = self.contiguous()
-        return memory.view(array.storage, array.offset, shape)
+    def numba_array(self) -> Any:
+        """This view as a Numba device array (the simulator's stand-in there), for Numba's dispatcher."""
+        itemsize = self.dtype.itemsize
+        return memory.numba_view(self.storage, self.shape, tuple(s * itemsize for s in self.strides),
+                                 self.offset * itemsize)
 
-    def flat_storage(self) -> Any:
-        """The storage from this view's offset on, for kernels that index with ``strided_offset``
-        (then pass ``offset=0`` and this array's ``strides``)."""
-        return memory.view(self.storage, self.offset, self.storage.size - self.offset)
+    def subarray(self, offset: int, shape: Shape) -> CudaArray:
+        """The C-contiguous array of ``shape`` starting ``offset`` elements into this C-contiguous array,
+        sharing its memory: ``a.reshape(-1)[offset:offset + n].reshape(shape)`` without the checks."""
+        shape = (shape,) if isinstance(shape, int) else shape
+        size = math.prod(shape)
+        if not 0 <= offset <= offset + size <= self.size:
+            raise ValueError(f"subarray: elements [{offset}, {offset + size}) are outside an array of {self.size}")
+        return CudaArray(self.storage, shape, None, self.offset + offset)
+
+    def rows(self) -> tuple:
+        """The rows ``a[0], a[1], ...`` of this C-contiguous array, as views."""
+        inner = math.prod(self.shape[1:])
+        return tuple(self.subarray(k * inner, self.shape[1:]) for k in range(self.shape[0]))
+
+    def flat_storage(self) -> Storage:
+        """The storage from this view's offset on, for kernels that index with ``strided_offset`` from the
+        start of their storage (then pass ``offset=0`` and this array's ``strides``)."""
+        return memory.suffix(self.storage, self.offset)
 
     # ------------------------------------------------------------------------------ conversion
     def astype(self, dtype: Any, copy: bool = True) -> CudaArray:
@@ -166,7 +204,7 @@ class CudaArray:
         """The one element as a Python number (one device-to-host copy)."""
         if self.size != 1:
             raise ValueError(f"can only convert an array of size 1 to a Python scalar, got shape {self.shape}")
-        return self.storage[self.offset:self.offset + 1].copy_to_host()[0].item()
+        return memory.copy_to_host(self.storage, self.offset, 1)[0].item()
 
     def __float__(self) -> float:
         return float(self.item())
@@ -180,12 +218,17 @@ class CudaArray:
                              f"use a.any() or a.all()")
         return bool(self.item())
 
+    def to_numpy(self) -> np.ndarray:
+        """A new C-contiguous host (numpy) array with these values (waits for the GPU)."""
+        source = self.contiguous()
+        return memory.copy_to_host(source.storage, source.offset, source.size).reshape(self.shape)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TypeError("a CudaArray lives in GPU memory and is not converted to a numpy array implicitly: "
                         "copy it to the host explicitly (Tensor.numpy() / Tensor.cpu(), or the backend's to_numpy)")
 
     def __repr__(self) -> str:
-        values = np.array2string(creation.to_numpy(self), separator=", ", prefix="CudaArray(")
+        values = np.array2string(self.to_numpy(), separator=", ", prefix="CudaArray(")
         return f"CudaArray({values}, dtype={self.dtype})"
 
     @property
@@ -195,11 +238,10 @@ class CudaArray:
         Under Numba's CUDA simulator the storage lives in host memory and has no device pointer, so
         the attribute does not exist there (``hasattr`` is False) rather than pointing at host memory.
         """
-        base = getattr(self.storage, "__cuda_array_interface__", None)
-        if base is None:
+        if self.storage.address is None:
             raise AttributeError("__cuda_array_interface__: this array's storage has no device pointer "
                                  "(the CUDA simulator keeps arrays in host memory)")
-        pointer = base["data"][0] + self.offset * self.itemsize if self.size else 0
+        pointer = self.storage.address + self.offset * self.itemsize if self.size else 0
         strides = None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides)
         return {"version": 3, "shape": self.shape, "typestr": self.dtype.str, "data": (pointer, False),
                 "strides": strides, "stream": None}
@@ -208,32 +250,32 @@ class CudaArray:
     @property
     def T(self) -> CudaArray:
         """The view with the axes reversed."""
-        return shape.transpose(self)
+        return views.transpose(self)
 
     def transpose(self, *axes: Any) -> CudaArray:
         """The view with the axes permuted: ``a.transpose()``, ``a.transpose(1, 0)`` or ``a.transpose((1, 0))``."""
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
-        return shape.transpose(self, axes or None)
+        return views.transpose(self, axes or None)
 
     def reshape(self, *new_shape: Any) -> CudaArray:
         """This array with a new shape (``a.reshape(2, -1)`` or ``a.reshape((2, -1))``): a view when it is
         contiguous, else a copy."""
         if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
             new_shape = new_shape[0]
-        return shape.reshape(self, new_shape)
+        return views.reshape(self, new_shape)
 
     def __getitem__(self, index: Any) -> CudaArray:
         """Basic indexing (ints, slices, None, ...) gives a view; array and bool indices a copy."""
         if is_basic_index(index):
-            return shape.basic_view(self, index)
+            return views.basic_view(self, index)
         from . import indexing
         return indexing.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Write ``value`` (scalar, CudaArray or host array; broadcast and cast) into ``self[index]``."""
         if is_basic_index(index):
-            elementwise.assign(shape.basic_view(self, index), value)
+            elementwise.assign(views.basic_view(self, index), value)
         else:
             from . import indexing
             indexing.setitem(self, index, value)
@@ -290,6 +332,18 @@ class CudaArray:
         return elementwise.logical_not(self)
 
 
+def _in_c_order(shape: Shape, strides: Shape) -> bool:
+    """Whether a view of ``shape`` and ``strides`` has its elements in C order, back to back."""
+    if strides == contiguous_strides(shape):  # the usual case, without the loop
+        return True
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
 _OPERAND_TYPES = (CudaArray, bool, int, float, np.bool_, np.integer, np.floating, np.ndarray)
 
 
@@ -301,10 +355,7 @@ def check_array(name: str, value: Any) -> CudaArray:
     return value
 
 
-def kernel_array(name: str, value: Any, shape: Shape | None = None) -> Any:
-    """``value`` (checked by :func:`check_array`) as the C-contiguous Numba device array a kernel takes,
-    in ``shape`` when given (see :meth:`CudaArray.as_numba`)."""
-    return check_array(name, value).as_numba(shape)
-
 # Imported last: these modules import CudaArray from this one (the methods above use them at call time).
-from . import creation, elementwise, shape
+from ...kernels.cuda.strided import copy_strided  # noqa: E402
+from . import elementwise  # noqa: E402
+from . import shape as views  # noqa: E402  (a module: not to be confused with an array's shape)

@@ -11,10 +11,9 @@ import operator
 from typing import Any
 
 import numpy as np
-from numba import from_dtype
+from .runtime.compiler import from_dtype
 
 from ...kernels.cuda import elementwise as kernels
-from ...kernels.cuda import memory
 from .array import CudaArray
 from .shape import as_shape
 
@@ -90,15 +89,14 @@ def from_numpy(a: Any) -> CudaArray:
     host = np.asarray(a)
     if host.dtype == object or host.dtype.kind in "USVMm":
         raise TypeError(f"from_numpy: cannot copy an array of dtype {host.dtype} to the device")
-    return CudaArray(memory.to_device(host.reshape(-1)), host.shape)
+    return CudaArray.from_host(host)
 
 
 def to_numpy(a: CudaArray) -> np.ndarray:
     """A host (numpy) copy of the device array ``a``, C-contiguous, whatever ``a``'s layout."""
     if not isinstance(a, CudaArray):
         raise TypeError(f"to_numpy: expected a CudaArray, got {type(a).__name__}")
-    source = a.contiguous()
-    return memory.view(source.storage, source.offset, source.size).copy_to_host().reshape(a.shape)
+    return a.to_numpy()
 
 
 def asarray(data: Any, dtype: Any = None) -> CudaArray:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import from_dtype
+from .runtime.compiler import from_dtype
 
 from ...kernels.cuda import elementwise as kernels
 from . import creation, shape

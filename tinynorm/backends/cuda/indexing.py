@@ -23,7 +23,6 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ...kernels.cuda import indexing as kernels
-from ...kernels.cuda import memory
 from ...kernels.cuda.strided import copy_strided, fill, zeros
 from .. import is_basic_index
 from .array import CudaArray, check_array
@@ -59,7 +58,7 @@ def _device_index(item: Any) -> CudaArray:
     array = np.asarray(item)
     if isinstance(item, list) and array.size == 0:
         array = array.astype(np.int64)
-    return CudaArray.wrap(memory.to_device(np.array(array, order="C")))
+    return CudaArray.from_host(array)
 
 
 def _classify(item: Any) -> Any:
@@ -94,8 +93,7 @@ def _mask_positions(mask: CudaArray, shape: Shape, first_axis: int) -> list[Cuda
     if mask.shape != shape:
         raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed dims "
                          f"{first_axis}..{first_axis + mask.ndim - 1} of shape {shape}")
-    coords = kernels.nonzero(mask.as_numba((mask.size,)), mask.shape)
-    return [CudaArray.wrap(coords[k]) for k in range(mask.ndim)]
+    return list(kernels.nonzero(mask.contiguous().subarray(0, mask.size), mask.shape).rows())
 
 
 def _broadcast_strides(a: CudaArray, shape: Shape) -> Shape:
@@ -121,8 +119,8 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]], mode: str) -> tupl
         raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
                          + " ".join(str(s) for s in shapes)) from None
     count = math.prod(index_shape)
-    stacked = memory.empty((len(arrays), count), kernels.INDEX_DTYPE)
-    for row, (index, *_) in zip(memory.rows(stacked), arrays):
+    stacked = CudaArray.empty((len(arrays), count), kernels.INDEX_DTYPE)
+    for row, (index, *_) in zip(stacked.rows(), arrays):
         shape, strides = _kernel_view(index_shape, _broadcast_strides(index, index_shape))
         copy_strided(row, index.storage, index.offset, strides, shape)  # also casts to int64
     axes, sizes, strides = (tuple(column) for column in zip(*(entry[1:] for entry in arrays)))
@@ -214,7 +212,7 @@ def _as_values(value: Any, shape: Shape, dtype: np.dtype) -> CudaArray:
     """``value`` (a scalar, numpy array or CudaArray) as a CudaArray that broadcasts to ``shape``."""
     if not isinstance(value, CudaArray):
         host = np.asarray(value, dtype=dtype if np.ndim(value) == 0 else None)
-        value = CudaArray.wrap(memory.to_device(np.array(host, order="C")))
+        value = CudaArray.from_host(host)
     extra = value.ndim - len(shape)
     if extra > 0 and all(n == 1 for n in value.shape[:extra]):  # numpy drops leading dims of size 1
         value = CudaArray(value.storage, value.shape[extra:], value.strides[extra:], value.offset)
@@ -278,7 +276,7 @@ def count_indices(indices: CudaArray, upper: int, ignore_index: int | None = Non
     ``ignore_index``, and entries equal to ``ignore_index`` (0 when None); one launch, two ints read back."""
     if check_array("count_indices: indices", indices).dtype.kind not in "iu":
         raise TypeError(f"count_indices: indices must be a CudaArray of integers, got {indices.dtype}")
-    return kernels.count_indices(indices.as_numba((indices.size,)), upper, ignore_index)
+    return kernels.count_indices(indices.contiguous().subarray(0, indices.size), upper, ignore_index)
 
 
 def take_along_axis(a: CudaArray, indices: CudaArray, axis: int, checked: bool = False) -> CudaArray:

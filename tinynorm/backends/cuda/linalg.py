@@ -127,8 +127,8 @@ def _launch(a: CudaArray, b: CudaArray, batch_shape: Shape, out: CudaArray, bias
     elif not batch_shape:
         batch_shape = (1,)
         a_strides, b_strides = (0,) + a_strides, (0,) + b_strides
-    products = out.as_numba((math.prod(batch_shape), rows, cols))
+    products = out.subarray(0, (math.prod(batch_shape), rows, cols))
     # The views are valid by construction (their strides stay inside their storage), so the checked
     # entry, matmul_strided, is skipped.
     gemm(a.flat_storage(), a_strides, b.flat_storage(), b_strides, batch_shape, inner, products,
-         None if bias is None else bias.as_numba())
+         None if bias is None else bias.contiguous())

@@ -20,12 +20,12 @@ __all__ = ["adam_update", "sgd_update"]
 
 
 def _flat(array: CudaArray) -> Any:
-    """``array`` as a flat Numba device array: its own memory when it is C-contiguous, else a copy."""
-    return array.as_numba((array.size,))
+    """``array`` as a flat array: its own memory when it is C-contiguous, else a copy."""
+    return array.contiguous().subarray(0, array.size)
 
 
 def _updated(name: str, array: CudaArray) -> Any:
-    """``array``'s memory as a flat Numba device array the kernel may write into."""
+    """``array``'s memory as a flat array the kernel may write into."""
     if not check_array(name, array).is_contiguous():
         raise ValueError(f"{name} must be C-contiguous to be updated in place, got shape {array.shape} "
                          f"with strides {array.strides}")

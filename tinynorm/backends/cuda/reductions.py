@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels.cuda import memory
 from ...kernels.cuda.reductions import column_sums, row_extremes, row_sums
 from .array import CudaArray
 
@@ -50,16 +49,16 @@ def _normalize_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
 
 
 def _as_rows(a: CudaArray, axes: tuple[int, ...]) -> Any:
-    """``a`` as a C-contiguous ``(rows, cols)`` numba device array: kept axes first, reduced last.
+    """``a`` as a C-contiguous ``(rows, cols)`` array: kept axes first, reduced last.
 
-    Moving axes only permutes the view's shape and strides; ``as_numba`` copies when the result is
+    Moving axes only permutes the view's shape and strides; ``contiguous`` copies when the result is
     not C-contiguous (e.g. when reducing a leading axis).
     """
     kept = [d for d in range(a.ndim) if d not in axes]
     order = kept + list(axes)
     moved = CudaArray(a.storage, [a.shape[d] for d in order], [a.strides[d] for d in order], a.offset)
     rows, cols = math.prod(a.shape[d] for d in kept), math.prod(a.shape[d] for d in axes)
-    return moved.as_numba((rows, cols))
+    return moved.contiguous().subarray(0, (rows, cols))
 
 
 def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -100,7 +99,7 @@ def _leading(a: CudaArray, axes: tuple[int, ...]) -> bool:
 
 
 def _sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> Any:
-    """The sums (or means) of ``a`` over ``axes`` as a flat ``dtype`` device array, kept axes in C order.
+    """The sums (or means) of ``a`` over ``axes`` as a flat ``dtype`` array, kept axes in C order.
 
     Leading axes of a C-contiguous array are summed as columns, in place (no transposing copy);
     anything else as the rows of :func:`_as_rows`. numpy's rules for nothing to add: the empty sum
@@ -111,11 +110,11 @@ def _sums(a: CudaArray, axes: tuple[int, ...], dtype: np.dtype, mean: bool) -> A
     if count == 0:
         if mean:
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
-        return memory.to_device(np.full(kept, np.nan if mean else 0, dtype))
+        return CudaArray.from_host(np.full(kept, np.nan if mean else 0, dtype))
     accumulator = _accumulator(dtype)
     divisor = accumulator.type(count) if mean else None
     if _leading(a, axes):
-        return column_sums(a.as_numba((count, kept)), dtype, accumulator, divisor)
+        return column_sums(a.subarray(0, (count, kept)), dtype, accumulator, divisor)
     return row_sums(_as_rows(a, axes), dtype, accumulator, divisor)
 
 
@@ -127,7 +126,7 @@ def sum(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = No
     _check_array(a, "sum")
     axes = _normalize_axes(axis, a.ndim, "sum")
     dtype = _sum_dtype(a.dtype) if dtype is None else np.dtype(dtype)
-    return CudaArray(_sums(a, axes, dtype, mean=False), _result_shape(a.shape, axes, keepdims))
+    return _sums(a, axes, dtype, mean=False).subarray(0, _result_shape(a.shape, axes, keepdims))
 
 
 def mean(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> CudaArray:
@@ -135,7 +134,7 @@ def mean(a: CudaArray, axis: Axis = None, keepdims: bool = False, dtype: Any = N
     _check_array(a, "mean")
     axes = _normalize_axes(axis, a.ndim, "mean")
     dtype = _mean_dtype(a.dtype) if dtype is None else np.dtype(dtype)
-    return CudaArray(_sums(a, axes, dtype, mean=True), _result_shape(a.shape, axes, keepdims))
+    return _sums(a, axes, dtype, mean=True).subarray(0, _result_shape(a.shape, axes, keepdims))
 
 
 def _extreme(a: CudaArray, axis: Axis, keepdims: bool, largest: bool, name: str) -> CudaArray:
@@ -147,7 +146,7 @@ def _extreme(a: CudaArray, axis: Axis, keepdims: bool, largest: bool, name: str)
         raise ValueError(f"{name}: zero-size array to reduction operation {operation} which has no identity "
                          f"(shape {a.shape}, axis {axis!r})")
     values, _ = row_extremes(rows, largest, values=True, indices=False)
-    return CudaArray(values, _result_shape(a.shape, axes, keepdims))
+    return values.subarray(0, _result_shape(a.shape, axes, keepdims))
 
 
 def amax(a: CudaArray, axis: Axis = None, keepdims: bool = False) -> CudaArray:
@@ -173,7 +172,7 @@ def _arg_extreme(a: CudaArray, axis: int | None, keepdims: bool, largest: bool, 
         shape = (1,) * a.ndim if keepdims else ()
     else:
         shape = _result_shape(a.shape, axes, keepdims)
-    return CudaArray(indices, shape)
+    return indices.subarray(0, shape)
 
 
 def argmax(a: CudaArray, axis: int | None = None, keepdims: bool = False) -> CudaArray:
@@ -203,4 +202,4 @@ def unbroadcast(grad: CudaArray, shape: tuple[int, ...]) -> CudaArray:
     axes = tuple(range(extra)) + stretched
     if not axes:
         return grad
-    return CudaArray(_sums(grad, axes, _sum_dtype(grad.dtype), mean=False), shape)
+    return _sums(grad, axes, _sum_dtype(grad.dtype), mean=False).subarray(0, shape)

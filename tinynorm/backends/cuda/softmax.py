@@ -15,18 +15,18 @@ __all__ = ["log_softmax_backward", "log_softmax_forward", "softmax_backward", "s
 
 
 def _rows(name: str, a: object):
-    """``a`` as a C-contiguous 2-D (rows, last axis) Numba device array, after checking its type."""
+    """``a`` as a C-contiguous 2-D (rows, last axis) CudaArray, after checking its type."""
     check_array(name, a)
     if a.dtype not in kernels.FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {a.dtype}")
     width = a.shape[-1] if a.ndim else 1  # a 0-d array is one row of one element
-    return a.as_numba((math.prod(a.shape[:-1]), width))
+    return a.contiguous().subarray(0, (math.prod(a.shape[:-1]), width))
 
 
 def _empty_like_rows(a: CudaArray, rows) -> tuple[CudaArray, object]:
     """A new C-contiguous array of ``a``'s shape and dtype, and its storage seen as ``rows``' shape."""
     out = CudaArray.empty(a.shape, a.dtype)
-    return out, out.as_numba(rows.shape)
+    return out, out.subarray(0, rows.shape)
 
 
 def _forward(x: CudaArray, log: bool) -> CudaArray:

@@ -16,10 +16,10 @@ it to PTX (tests/cuda/test_cuda_ptx.py) and, on a GPU, by benchmarks/gpu_check.p
 from __future__ import annotations
 
 import numpy as np
-from numba import config, cuda, float32
+from ...backends.cuda.runtime.compiler import config, cuda, float32
 
-from . import memory
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
+from ._shared import empty
 
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
@@ -124,7 +124,7 @@ def sum_partials_kernel(part, out):
 def sum_partials(part):
     """``(K, P, cols)`` float32 partials -> ``(K, cols)`` float32 sums over ``P`` (deterministic)."""
     count, partials, columns = part.shape
-    out = memory.empty((count, columns), dtype=part.dtype)
+    out = empty((count, columns), dtype=part.dtype)
     if columns:
         grid = ((columns + WARP_SIZE - 1) // WARP_SIZE, count)
         warps = max(1, min(SUM_WARPS, partials))

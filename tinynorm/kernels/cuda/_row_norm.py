@@ -25,12 +25,11 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
-from . import memory
 from ._reduce import WARP_SIZE, block_sum, lane_index, sum_partials, warp_sum
-from ._shared import PARAM_DTYPE, grid_size
-from .launch import jit, launch
+from ._shared import PARAM_DTYPE, empty, grid_size
+from ...backends.cuda.runtime.launch import jit, launch
 
 NARROW_MAX_COLS = 1024
 ROWS_PER_BLOCK = 4  # narrow kernels: warps per block, each on its own row
@@ -39,6 +38,10 @@ ROWS_PER_BLOCK = 4  # narrow kernels: warps per block, each on its own row
 CACHE_BYTES = 40 * 1024
 # Wide backward: at most this many blocks per SM, because each block has its own row of partials.
 WIDE_BACKWARD_BLOCKS_PER_SM = 2
+# Wide kernels run up to 1024 threads per block, which an SM's 65536 registers allow at 64 per thread:
+# capped at compile time, so a kernel that grows spills (and fails its PTX test) instead of failing to
+# launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+WIDE_MAX_REGISTERS = 64
 
 
 @cuda.jit(device=True)
@@ -174,7 +177,7 @@ def narrow_backward(per_lane: int):
     return kernel
 
 
-@jit
+@jit(max_registers=WIDE_MAX_REGISTERS)
 def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
     """Forward for wide rows: one block per row, columns ``[0, cached)`` kept in shared memory."""
     rows, cols = x.shape
@@ -203,7 +206,7 @@ def wide_forward(x, weight, bias, eps, y, mean, rstd, cached):
                 mean[row] = mu
 
 
-@jit
+@jit(max_registers=WIDE_MAX_REGISTERS)
 def wide_backward(dy, x, mean, rstd, weight, dx, part, cached):
     """Backward for wide rows: one block per row; ``xhat`` and ``dy * weight`` of columns
     ``[0, cached)`` are kept in shared memory (``cache[:cached]`` and ``cache[cached:2 * cached]``).
@@ -287,16 +290,16 @@ def backward(dy, x, mean, rstd, weight, dx):
     rows, cols = x.shape
     sums = 1 if mean is None else 2
     if x.size == 0:
-        return sum_partials(memory.empty((sums, 0, cols), PARAM_DTYPE))
+        return sum_partials(empty((sums, 0, cols), PARAM_DTYPE))
     if cols <= NARROW_MAX_COLS:
         grid = grid_size(rows, ROWS_PER_BLOCK)
-        part = memory.empty((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
+        part = empty((sums, grid * ROWS_PER_BLOCK, cols), PARAM_DTYPE)
         launch(narrow_backward(_per_lane(cols)), grid, ROWS_PER_BLOCK * WARP_SIZE,
                (dy, x, mean, rstd, weight, dx, part))
     else:
         grid = grid_size(rows, 1, per_sm=WIDE_BACKWARD_BLOCKS_PER_SM)
         cached = min(cols, CACHE_BYTES // 8)
-        part = memory.empty((sums, grid, cols), PARAM_DTYPE)
+        part = empty((sums, grid, cols), PARAM_DTYPE)
         launch(wide_backward, grid, _wide_threads(cols), (dy, x, mean, rstd, weight, dx, part, cached),
                shared_bytes=cached * 8)
     return sum_partials(part)

@@ -15,24 +15,25 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ..cpu.batch_norm import check_count
-from . import memory
 from ._reduce import WARP_SIZE, block_sum
 from ._shared import (
     PARAM_DTYPE,
+    check_array,
     check_eps,
     check_input,
     check_like,
     check_param,
     check_stat,
+    empty,
     grid_size,
-    on_device,
     output,
     sm_count,
 )
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
+from ...backends.cuda.array import CudaArray
 
 THREADS = 256
 # A reduction block handles at least this many values of its channel (fewer, larger partials);
@@ -186,7 +187,7 @@ def _reduction_launch(x) -> tuple[tuple[int, int], int]:
 
 
 def _flat(array):
-    return memory.view(array, 0, array.size)
+    return array.subarray(0, array.size)
 
 
 def batch_norm_stats(x) -> tuple:
@@ -198,11 +199,11 @@ def batch_norm_stats(x) -> tuple:
     channels = x.shape[1]
     if x.size == 0:
         nan = np.full(channels, np.nan, PARAM_DTYPE)
-        return memory.to_device(nan), memory.to_device(nan)
+        return CudaArray.from_host(nan), CudaArray.from_host(nan)
     grid, threads = _reduction_launch(x)
-    part = memory.empty((3,) + grid, PARAM_DTYPE)
+    part = empty((3,) + grid, PARAM_DTYPE)
     launch(_stats_kernel, grid, threads, (x, part))
-    mean, var = memory.empty(channels, PARAM_DTYPE), memory.empty(channels, PARAM_DTYPE)
+    mean, var = empty(channels, PARAM_DTYPE), empty(channels, PARAM_DTYPE)
     launch(_merge_stats_kernel, grid_size(channels, THREADS), THREADS, (part, mean, var))
     return mean, var
 
@@ -247,18 +248,18 @@ def _reduce(dy, x, mean, rstd) -> tuple:
     channels = x.shape[1]
     if x.size:
         grid, threads = _reduction_launch(x)
-        part = memory.empty((2,) + grid, PARAM_DTYPE)
+        part = empty((2,) + grid, PARAM_DTYPE)
         launch(_reduce_kernel, grid, threads, (dy, x, mean, part))
     else:
-        part = memory.empty((2, 0, channels), PARAM_DTYPE)
-    sum_dy, sum_dy_xhat = memory.empty(channels, PARAM_DTYPE), memory.empty(channels, PARAM_DTYPE)
+        part = empty((2, 0, channels), PARAM_DTYPE)
+    sum_dy, sum_dy_xhat = empty(channels, PARAM_DTYPE), empty(channels, PARAM_DTYPE)
     if channels:
         launch(_merge_reduce_kernel, grid_size(channels, THREADS), THREADS, (part, rstd, sum_dy, sum_dy_xhat))
     return sum_dy, sum_dy_xhat
 
 
 def _elemt(dy, x, mean, rstd, weight, sum_dy, sum_dy_xhat, factor: float):
-    dx = memory.empty(x.shape, x.dtype)
+    dx = empty(x.shape, x.dtype)
     if x.size:
         launch(_elemt_kernel, grid_size(x.size, THREADS), THREADS,
                (_flat(dy), _flat(x), mean, rstd, weight, sum_dy, sum_dy_xhat, np.float32(factor), _flat(dx),
@@ -297,11 +298,11 @@ def batch_norm_backward(dy, x, mean, rstd, weight, training: bool) -> tuple:
 
 def batch_norm_rstd(var, eps: float):
     """``rstd = 1 / sqrt(var + eps)`` per channel: float32 ``(C,)`` from the float32 variances ``var``."""
-    var = on_device("var", var)
+    var = check_array("var", var)
     if var.ndim != 1:
         raise ValueError(f"var must be 1-D (C,), got shape {var.shape}")
     var = check_stat("var", var, var.shape)
-    rstd = memory.empty(var.size, PARAM_DTYPE)
+    rstd = empty(var.size, PARAM_DTYPE)
     if var.size:
         launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps), rstd))
     return rstd

@@ -22,14 +22,12 @@ from __future__ import annotations
 
 from functools import cache
 
-import numba
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
-from . import memory
-from ._shared import check_contiguous, on_device
-from .launch import jit, launch
+from ._shared import check_array, check_contiguous, empty
+from ...backends.cuda.runtime.launch import jit, launch
 from .matmul import matmul_strided
 from .strided import THREADS, blocks_for
 
@@ -38,7 +36,7 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def check_input(name: str, array: object):
     """``array`` on the device after checking it is a C-contiguous float32/float64 NCHW array."""
-    array = on_device(name, array)
+    array = check_array(name, array)
     if array.ndim != 4:
         raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {tuple(array.shape)}")
     if array.dtype not in FLOAT_DTYPES:
@@ -109,7 +107,7 @@ def _sum_batches_kernel(a, out, zero):
 
 
 @cache
-def _channel_sums_kernel(dtype: numba.types.Float):
+def _channel_sums_kernel(dtype: types.Float):
     """The kernel of :func:`channel_sums` for one Numba float dtype (its shared memory needs the dtype
     at compile time). Block ``o`` sums channel ``o``; launch it with ``THREADS`` threads per block."""
 
@@ -143,19 +141,19 @@ def _zero(array) -> np.generic:
 
 def sum_batches(a):
     """``a.sum(axis=0)`` of a C-contiguous (B, ...) device array, adding the batches in order."""
-    out = memory.empty(a.shape[1:], dtype=a.dtype)
+    out = empty(a.shape[1:], dtype=a.dtype)
     if out.size:
-        flat = memory.view(a, 0, (a.shape[0], out.size))
-        launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, memory.view(out, 0, out.size), _zero(a)))
+        flat = a.subarray(0, (a.shape[0], out.size))
+        launch(_sum_batches_kernel, blocks_for(out.size), THREADS, (flat, out.subarray(0, out.size), _zero(a)))
     return out
 
 
 def channel_sums(a):
     """``a.sum(axis=(0, 2))`` of a C-contiguous (N, C, L) device array: one block per channel, each
     thread adding a fixed set of terms, then a fixed tree across the block (deterministic)."""
-    out = memory.empty(a.shape[1], dtype=a.dtype)
+    out = empty(a.shape[1], dtype=a.dtype)
     if out.size:
-        kernel = _channel_sums_kernel(numba.from_dtype(a.dtype))
+        kernel = _channel_sums_kernel(from_dtype(a.dtype))
         launch(kernel, out.size, THREADS, (a, out))
     return out
 
@@ -169,7 +167,7 @@ def im2col(x, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0):
     x = check_input("x", x)
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
-    cols = memory.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
+    cols = empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
     if cols.size:
         launch(_im2col_kernel, blocks_for(cols.size), THREADS, (x, cols, kh, kw, sh, sw, ph, pw, out_w))
     return cols
@@ -177,7 +175,7 @@ def im2col(x, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0):
 
 def _check_cols(cols, input_shape: tuple[int, int, int, int], kernel: tuple[int, int], out_size: tuple[int, int]):
     """Check that ``cols`` is what :func:`im2col` returns for ``input_shape``; return it on the device."""
-    cols = on_device("cols", cols)
+    cols = check_array("cols", cols)
     if cols.dtype not in FLOAT_DTYPES:
         raise TypeError(f"cols must be a float32 or float64 array, got {cols.dtype}")
     expected = (input_shape[0], input_shape[1] * kernel[0] * kernel[1], out_size[0] * out_size[1])
@@ -202,7 +200,7 @@ def col2im(
     (kh, kw), (sh, sw), (ph, pw), out_size = _window_geometry(
         input_shape[2], input_shape[3], kernel_size, stride, padding)
     cols = _check_cols(cols, input_shape, (kh, kw), out_size)
-    dx = memory.empty(input_shape, dtype=cols.dtype)
+    dx = empty(input_shape, dtype=cols.dtype)
     if dx.size:
         launch(_col2im_kernel, blocks_for(dx.size), THREADS,
                (cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], _zero(cols)))
@@ -224,7 +222,7 @@ def _check_bias(bias, out_channels: int, dtype: np.dtype):
     """Check an optional conv bias (O,); return it on the device (or None)."""
     if bias is None:
         return None
-    bias = on_device("bias", bias)
+    bias = check_array("bias", bias)
     if tuple(bias.shape) != (out_channels,):
         raise ValueError(f"bias must be an array of shape ({out_channels},), got {tuple(bias.shape)}")
     if bias.dtype != dtype:
@@ -240,8 +238,8 @@ def _batched_gemm(a, a_strides: tuple[int, int, int], b, b_strides: tuple[int, i
     through element strides of (batch, row, column): swapped strides read a transpose, batch stride 0
     reuses one matrix for every ``n``. Nothing is copied.
     """
-    out = memory.empty(out_shape, dtype=a.dtype)
-    matmul_strided(memory.view(a, 0, a.size), a_strides, memory.view(b, 0, b.size), b_strides, (out_shape[0],),
+    out = empty(out_shape, dtype=a.dtype)
+    matmul_strided(a.subarray(0, a.size), a_strides, b.subarray(0, b.size), b_strides, (out_shape[0],),
                    inner, out)
     return out
 
@@ -263,7 +261,7 @@ def conv2d_forward(x, weight, bias=None, stride: IntPair = 1, padding: IntPair =
     y = _batched_gemm(weight, (0, rows, 1), cols, (rows * length, length, 1), (batch, out_channels, length), rows)
     if bias is not None and y.size:
         launch(_add_bias_kernel, blocks_for(y.size), THREADS, (y, bias))
-    return memory.view(y, 0, (x.shape[0], out_channels, out_h, out_w)), cols
+    return y.subarray(0, (x.shape[0], out_channels, out_h, out_w)), cols
 
 
 def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride: IntPair = 1,
@@ -281,11 +279,11 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     cols = _check_cols(cols, x_shape, (kh, kw), out_size)
     check_dy_fits(dy, cols, (x_shape[0], out_channels, *out_size))
     batch, rows, length = cols.shape  # rows = C*kh*kw, length = OH*OW
-    dy_rows = memory.view(dy, 0, (batch, out_channels, length))
+    dy_rows = dy.subarray(0, (batch, out_channels, length))
     # dweight = sum_n dy[n] @ cols[n]^T: the transpose is cols read with swapped strides.
     products = _batched_gemm(dy, (out_channels * length, length, 1), cols, (rows * length, 1, length),
                              (batch, out_channels, rows), length)
-    dweight = memory.view(sum_batches(products), 0, weight.shape)
+    dweight = sum_batches(products).subarray(0, weight.shape)
     dbias = channel_sums(dy_rows)
     dx = None
     if needs_input_grad:

@@ -18,12 +18,11 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
 from ..cpu.cross_entropy import check_arguments, check_row_values
-from . import memory
-from ._shared import check_contiguous, grid_size, on_device
-from .launch import jit, launch
+from ._shared import check_array, check_contiguous, empty, grid_size
+from ...backends.cuda.runtime.launch import jit, launch
 from .softmax import MAX_THREADS, block_reduce, row_max, threads_for
 from .strided import THREADS, blocks_for
 
@@ -92,7 +91,7 @@ def backward_kernel(dtype: np.dtype):
 
 def _inputs(logits, target, label_smoothing: float):
     """logits and target on the device after the shared checks (logits C-contiguous)."""
-    logits, target = on_device("logits", logits), on_device("target", target)
+    logits, target = check_array("logits", logits), check_array("target", target)
     check_arguments(logits, target, label_smoothing)
     check_contiguous("logits", logits)
     return logits, target
@@ -109,7 +108,7 @@ def cross_entropy_forward(logits, target, ignore_index: int = -100, label_smooth
     logits, target = _inputs(logits, target, label_smoothing)
     dtype = np.dtype(logits.dtype)
     rows, classes = logits.shape
-    losses, lse = memory.empty(rows, dtype), memory.empty(rows, dtype)
+    losses, lse = empty(rows, dtype), empty(rows, dtype)
     if rows:
         keep, smooth = _smoothing_constants(dtype, classes, label_smoothing)
         launch(forward_kernel(dtype), grid_size(rows, 1), threads_for(classes),
@@ -123,13 +122,13 @@ def cross_entropy_backward(grad, logits, lse, target, ignore_index: int = -100, 
     (``grad``: (rows,), or one value for every row) times ``grad_scale``. See
     :func:`tinynorm.kernels.cpu.cross_entropy.cross_entropy_backward`."""
     logits, target = _inputs(logits, target, label_smoothing)
-    lse, grad = on_device("lse", lse), on_device("grad", grad)
+    lse, grad = check_array("lse", lse), check_array("grad", grad)
     check_row_values("lse", lse, logits)
     check_row_values("grad", grad, logits, single=True)
     if grad.ndim != 1:
         grad = grad.reshape(grad.size)  # one value, as an array of one
     dtype = np.dtype(logits.dtype)
-    dlogits = memory.empty(logits.shape, dtype)
+    dlogits = empty(logits.shape, dtype)
     if logits.size:
         keep, smooth = _smoothing_constants(dtype, logits.shape[1], label_smoothing)
         launch(backward_kernel(dtype), blocks_for(logits.size), THREADS,

@@ -23,11 +23,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numba import cuda, from_dtype, types
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
-from .launch import jit, launch
-from .memory import contiguous_strides
+from ...backends.cuda.runtime.launch import jit, launch
+from ...backends.cuda.array import contiguous_strides
 from .strided import blocks_for, collapse_dims, strided_offset, threads_for
 
 MAX_OPERANDS = 3

@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float32
+from ...backends.cuda.runtime.compiler import cuda, float32
 
-from . import memory
 from ._reduce import WARP_SIZE, block_sum, sum_partials
 from ._shared import (
     PARAM_DTYPE,
@@ -25,10 +24,11 @@ from ._shared import (
     check_like,
     check_param,
     check_stat,
+    empty,
     grid_size,
     output,
 )
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
 
 MAX_THREADS = 256
 CACHE_BYTES = 40 * 1024
@@ -138,7 +138,7 @@ def group_norm_forward(x, num_groups: int, weight, bias, eps: float, out=None) -
     bias = check_param("bias", bias, (channels,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    mean, rstd = (memory.empty((batch, num_groups), PARAM_DTYPE) for _ in range(2))
+    mean, rstd = (empty((batch, num_groups), PARAM_DTYPE) for _ in range(2))
     if x.size:
         cached = min(channels // num_groups * spatial, CACHE_BYTES // 4)
         launch(_forward_kernel, grid_size(batch * num_groups, 1), _threads(spatial),
@@ -159,10 +159,10 @@ def group_norm_backward(dy, x, mean, rstd, num_groups: int, weight) -> tuple:
     mean = check_stat("mean", mean, (batch, num_groups))
     rstd = check_stat("rstd", rstd, (batch, num_groups))
     weight = check_param("weight", weight, (channels,))
-    dx = memory.empty(x.shape, x.dtype)
-    part = memory.empty((2, batch if x.size else 0, channels), PARAM_DTYPE)
+    dx = empty(x.shape, x.dtype)
+    part = empty((2, batch if x.size else 0, channels), PARAM_DTYPE)
     if x.size:
         launch(_backward_kernel, grid_size(batch * num_groups, 1), _threads(x.shape[2]),
                (dy, x, mean, rstd, num_groups, weight, dx, part))
-    dweight, dbias = memory.rows(sum_partials(part))
+    dweight, dbias = sum_partials(part).rows()
     return dx, dweight, dbias

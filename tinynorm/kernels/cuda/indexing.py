@@ -20,10 +20,11 @@ the last one is stored (assignment: numpy's "last wins" in practice).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, int32, int64
+from ...backends.cuda.runtime.compiler import cuda, int32, int64
 
-from . import memory
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
+from ...backends.cuda.array import CudaArray
+from ._shared import empty
 from .strided import THREADS, blocks_for, error_flag, strided_offset, threads_for
 
 INDEX_DTYPE = np.dtype(np.int64)
@@ -282,11 +283,11 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str
     back: for indices the caller has checked already.
     """
     bad = _flag("flat_positions", mode)
-    positions = memory.empty(indices.shape[1], INDEX_DTYPE)
-    keys = memory.empty(indices.shape[1], INDEX_DTYPE)
+    positions = empty(indices.shape[1], INDEX_DTYPE)
+    keys = empty(indices.shape[1], INDEX_DTYPE)
     _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
-    if mode == "raise" and bad.copy_to_host()[0]:
-        _raise_out_of_range(indices.copy_to_host(), sizes, axes)
+    if mode == "raise" and bad.to_numpy()[0]:
+        _raise_out_of_range(indices.to_numpy(), sizes, axes)
     return positions, keys
 
 
@@ -309,15 +310,15 @@ def sort_keys(keys, key_count: int) -> tuple:
     pass counts each tile's digits, turns the counts into start slots (exclusive prefix sums), and
     moves every entry to its slot. Integer counts only: the same order on every run.
     """
-    order = memory.empty(keys.size, INDEX_DTYPE)
+    order = empty(keys.size, INDEX_DTYPE)
     _launch(_iota_kernel, keys.size, order)
     tile = threads_for(keys.size)
     tiles = -(-keys.size // tile)
-    starts = memory.empty(RADIX * tiles, INDEX_DTYPE)
+    starts = empty(RADIX * tiles, INDEX_DTYPE)
     bits = (key_count - 1).bit_length() if keys.size else 0  # no entries: no launch of 0 blocks
     for shift in range(0, bits, RADIX_BITS):
-        sorted_keys = memory.empty(keys.size, INDEX_DTYPE)
-        sorted_order = memory.empty(keys.size, INDEX_DTYPE)
+        sorted_keys = empty(keys.size, INDEX_DTYPE)
+        sorted_order = empty(keys.size, INDEX_DTYPE)
         launch(_digit_count_kernel, tiles, tile, (keys, shift, starts))
         launch(_exclusive_scan_kernel, 1, SORT_TILE, (starts,))
         launch(_radix_scatter_kernel, tiles, tile, (keys, order, shift, starts, sorted_keys, sorted_order))
@@ -351,8 +352,8 @@ def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: i
     bad = _flag("take_along", mode)
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
             indices, indices_offset, indices_strides, shape, bad, mode == "clip")
-    if mode == "raise" and bad.copy_to_host()[0]:
-        host = indices.copy_to_host()[indices_offset:]
+    if mode == "raise" and bad.to_numpy()[0]:
+        host = indices.to_numpy()[indices_offset:]
         byte_strides = tuple(s * host.itemsize for s in indices_strides)
         selected = np.lib.stride_tricks.as_strided(host, shape, byte_strides).reshape(1, -1)
         _raise_out_of_range(selected, (axis_size,), (axis,))
@@ -366,11 +367,11 @@ def count_indices(indices, upper: int, ignore_index: int | None = None) -> tuple
     indices costs. A single block reads every index; that is a few microseconds for the row counts of
     a loss or an embedding lookup.
     """
-    counts = memory.empty(2, INDEX_DTYPE)
+    counts = empty(2, INDEX_DTYPE)
     launch(_index_count_kernel, 1, threads_for(indices.size),
            (indices, np.int64(upper), np.int64(0 if ignore_index is None else ignore_index),
             ignore_index is not None, counts))
-    outside, ignored = counts.copy_to_host()
+    outside, ignored = counts.to_numpy()
     return int(outside), int(ignored)
 
 
@@ -382,11 +383,11 @@ def nonzero(mask, shape: tuple):
     the result's size must be known to allocate it) and turns them into each chunk's first column.
     """
     chunks = -(-mask.size // MASK_CHUNK)
-    counts = memory.empty(chunks, INDEX_DTYPE)
+    counts = empty(chunks, INDEX_DTYPE)
     _launch(_count_kernel, chunks, mask, counts)
-    counts = counts.copy_to_host()
-    coords = memory.empty((len(shape), int(counts.sum())), INDEX_DTYPE)
+    counts = counts.to_numpy()
+    coords = empty((len(shape), int(counts.sum())), INDEX_DTYPE)
     if coords.size:
         starts = np.cumsum(counts) - counts
-        _launch(_nonzero_kernel, chunks, mask, memory.to_device(starts), shape, coords)
+        _launch(_nonzero_kernel, chunks, mask, CudaArray.from_host(starts), shape, coords)
     return coords

@@ -5,7 +5,7 @@ The kernels live in :mod:`._row_norm` (shared with RMSNorm). Arrays in and out a
 """
 from __future__ import annotations
 
-from . import _row_norm, memory
+from . import _row_norm
 from ._shared import (
     PARAM_DTYPE,
     check_eps,
@@ -13,6 +13,7 @@ from ._shared import (
     check_like,
     check_param,
     check_stat,
+    empty,
     output,
 )
 
@@ -30,7 +31,7 @@ def layer_norm_forward(x, weight, bias, eps: float, out=None) -> tuple:
     bias = check_param("bias", bias, (cols,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    mean, rstd = memory.empty(rows, PARAM_DTYPE), memory.empty(rows, PARAM_DTYPE)
+    mean, rstd = empty(rows, PARAM_DTYPE), empty(rows, PARAM_DTYPE)
     _row_norm.forward(x, weight, bias, eps, y, mean, rstd)
     return y, mean, rstd
 
@@ -49,6 +50,6 @@ def layer_norm_backward(dy, x, mean, rstd, weight) -> tuple:
     mean = check_stat("mean", mean, (rows,))
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
-    dx = memory.empty(x.shape, x.dtype)
-    dweight, dbias = memory.rows(_row_norm.backward(dy, x, mean, rstd, weight, dx))
+    dx = empty(x.shape, x.dtype)
+    dweight, dbias = _row_norm.backward(dy, x, mean, rstd, weight, dx).rows()
     return dx, dweight, dbias

@@ -25,11 +25,10 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
-from . import memory
-from ._shared import check_contiguous, check_like, grid_size, on_device, output
-from .launch import jit, launch
+from ._shared import check_contiguous, check_like, grid_size, check_array, output
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import strided_offset
 
 SIDE = 16                   # a block is SIDE x SIDE threads
@@ -170,7 +169,7 @@ def matmul_strided(a: Any, a_strides: tuple, b: Any, b_strides: tuple, batch_sha
     batch_shape = tuple(int(n) for n in batch_shape)
     if not batch_shape:
         raise ValueError("batch_shape must have at least one dim; use (1,) for a single product")
-    if out.ndim != 3 or not out.is_c_contiguous():
+    if out.ndim != 3 or not out.is_contiguous():
         raise ValueError(f"out must be a C-contiguous 3-D (batches, M, N) array, got shape {tuple(out.shape)}")
     batches, rows, cols = out.shape
     if batches != math.prod(batch_shape):
@@ -207,7 +206,7 @@ def _batched(name: str, array: Any) -> tuple:
     check_contiguous(name, array)
     shape = (1,) * (3 - array.ndim) + tuple(array.shape)
     strides = (0 if shape[0] == 1 else shape[1] * shape[2], shape[2], 1)
-    return memory.view(array, 0, array.size), shape[0], strides
+    return array.subarray(0, array.size), shape[0], strides
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
@@ -218,7 +217,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     result dtype; ``out`` may receive it (C-contiguous, that shape and dtype). Host numpy arrays are
     copied to the device. For transposed or broadcast views without copies, see :func:`matmul_strided`.
     """
-    a, b = on_device("a", a), on_device("b", b)
+    a, b = check_array("a", a), check_array("b", b)
     a_flat, a_batch, a_strides = _batched("a", a)
     b_flat, b_batch, b_strides = _batched("b", b)
     a_shape, b_shape = tuple(a.shape), tuple(b.shape)  # (the simulator's shapes lack negative indexing)
@@ -234,5 +233,5 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     dtype = np.result_type(a.dtype, b.dtype)
     accumulator_dtype(dtype)  # reject unsupported dtypes before allocating
     out = output(out, shape, dtype)
-    matmul_strided(a_flat, a_strides, b_flat, b_strides, (batches,), inner, memory.view(out, 0, (batches, rows, cols)))
+    matmul_strided(a_flat, a_strides, b_flat, b_strides, (batches,), inner, out.subarray(0, (batches, rows, cols)))
     return out

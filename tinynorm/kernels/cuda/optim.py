@@ -26,9 +26,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for
 
 UPDATE_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))

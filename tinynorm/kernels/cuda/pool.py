@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
 from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry
-from . import memory
-from ._shared import check_contiguous, on_device
+from ._shared import check_array, check_contiguous, empty
 from .conv import check_input
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for, error_flag
 
 
@@ -139,8 +138,8 @@ def max_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     """
     x = check_input("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = memory.empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
-    argmax = memory.empty(y.shape, dtype=np.int64)
+    y = empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
+    argmax = empty(y.shape, dtype=np.int64)
     if y.size:
         launch(_max_pool_kernel, blocks_for(y.size), THREADS,
                (x, y, argmax, kh, kw, sh, sw, ph, pw, x.dtype.type(-np.inf)))
@@ -150,7 +149,7 @@ def max_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
 def _check_argmax(argmax, x_shape: tuple[int, int, int, int]):
     """``argmax`` on the device after checking it is a C-contiguous integer (N, C, OH, OW) array matching
     ``x_shape`` (the kernel compiles for its integer dtype: int64 from the forward pass)."""
-    argmax = on_device("argmax", argmax)
+    argmax = check_array("argmax", argmax)
     if argmax.ndim != 4 or tuple(argmax.shape[:2]) != x_shape[:2] or argmax.dtype.kind not in "iu":
         raise ValueError(f"argmax must be an integer (N, C, OH, OW) array matching x_shape {x_shape}, "
                          f"got shape {tuple(argmax.shape)} and dtype {argmax.dtype}")
@@ -169,12 +168,12 @@ def max_pool2d_backward(dy, argmax, x_shape: tuple[int, int, int, int], checked:
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     argmax = _check_argmax(argmax, x_shape)
     dy = _check_grad(dy, tuple(argmax.shape))
-    dx = memory.empty(x_shape, dtype=dy.dtype)
+    dx = empty(x_shape, dtype=dy.dtype)
     planes = x_shape[0] * x_shape[1]
     if planes and dx.size:
         invalid = error_flag(np.int64, read=not checked)
         launch(_max_pool_backward_kernel, blocks_for(planes), THREADS, (dy, argmax, dx, dy.dtype.type(0), invalid))
-        if not checked and invalid.copy_to_host()[0]:
+        if not checked and invalid.to_numpy()[0]:
             raise ValueError(f"argmax holds indices outside [0, {x_shape[2] * x_shape[3]}) for x_shape {x_shape}")
     return dx
 
@@ -186,7 +185,7 @@ def avg_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     """
     x = check_input("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = memory.empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
+    y = empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     scale = x.dtype.type(1.0 / (kh * kw))
     if y.size:
         launch(_avg_pool_kernel, blocks_for(y.size), THREADS, (x, y, kh, kw, sh, sw, ph, pw, scale, x.dtype.type(0)))
@@ -204,7 +203,7 @@ def avg_pool2d_backward(
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x_shape, kernel_size, stride, padding)
     dy = _check_grad(dy, x_shape[:2] + out_size)
-    dx = memory.empty(x_shape, dtype=dy.dtype)
+    dx = empty(x_shape, dtype=dy.dtype)
     scale = dy.dtype.type(1.0 / (kh * kw))
     if dx.size:
         launch(_avg_pool_backward_kernel, blocks_for(dx.size), THREADS,

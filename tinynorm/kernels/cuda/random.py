@@ -25,9 +25,9 @@ and wrap-around additions are masked explicitly; every constant is a ``np.uint64
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, float64, uint32, uint64
+from ...backends.cuda.runtime.compiler import cuda, float32, float64, uint32, uint64
 
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for
 
 ROUNDS = 10

@@ -35,14 +35,12 @@ import math
 from functools import cache
 from typing import Any
 
-import numba
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda, from_dtype, int64
 
-from . import memory
 from ._reduce import WARP_SIZE
-from ._shared import grid_size
-from .launch import jit, launch
+from ._shared import empty, grid_size
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for
 
 THREAD_ROW_MAX_COLS = 32  # rows up to this wide are reduced one thread per row
@@ -71,7 +69,7 @@ def _finish(total, divisor):
 def _sum_thread_kernel(accumulator: np.dtype):
     """One thread per row: ``out[row] = sum(x[row, :]) (/ divisor)``, each value converted to the
     ``accumulator`` dtype before it is added (as numpy does)."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, out):
@@ -88,7 +86,7 @@ def _sum_thread_kernel(accumulator: np.dtype):
 @cache
 def _sum_block_kernel(accumulator: np.dtype, threads: int):
     """One block per segment of ``span`` columns: ``out[segment]`` = the segment's sum (/ divisor)."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, span, parts, out):
@@ -124,7 +122,7 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     With ``divisor`` (a scalar of the accumulator dtype) each sum is divided by it: a mean.
     """
     rows, cols = x.shape
-    out = memory.empty(rows, dtype=dtype)
+    out = empty(rows, dtype=dtype)
     if rows == 0:
         return out
     if cols <= THREAD_ROW_MAX_COLS:
@@ -135,9 +133,9 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
     if parts == 1:
         launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, divisor, span, 1, out))
         return out
-    partials = memory.empty((rows, parts), dtype=accumulator)
+    partials = empty((rows, parts), dtype=accumulator)
     launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS,
-           (x, None, span, parts, memory.view(partials, 0, rows * parts)))
+           (x, None, span, parts, partials.subarray(0, rows * parts)))
     return row_sums(partials, dtype, accumulator, divisor)
 
 
@@ -145,7 +143,7 @@ def row_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = None
 def _column_sum_kernel(accumulator: np.dtype):
     """One thread per (row chunk, column): ``out[chunk, col]`` = the sum of ``x[row, col]`` over the
     chunk's ``span`` rows, in row order (/ divisor), each value converted to ``accumulator`` first."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
 
     @jit
     def kernel(x, divisor, span, out):
@@ -170,15 +168,15 @@ def column_sums(x: Any, dtype: np.dtype, accumulator: np.dtype, divisor: Any = N
     With ``divisor`` (a scalar of the accumulator dtype) each sum is divided by it: a mean.
     """
     rows, cols = x.shape
-    out = memory.empty(cols, dtype=dtype)
+    out = empty(cols, dtype=dtype)
     if cols == 0:
         return out
     chunks, span = _row_chunks(rows, cols)
     kernel = _column_sum_kernel(accumulator)
     if chunks == 1:
-        launch(kernel, *_thread_grid(cols), (x, divisor, span, memory.view(out, 0, (1, cols))))
+        launch(kernel, *_thread_grid(cols), (x, divisor, span, out.subarray(0, (1, cols))))
         return out
-    partials = memory.empty((chunks, cols), dtype=accumulator)
+    partials = empty((chunks, cols), dtype=accumulator)
     launch(kernel, *_thread_grid(chunks * cols), (x, None, span, partials))
     return column_sums(partials, dtype, accumulator, divisor)
 
@@ -221,7 +219,7 @@ def comparison_dtype(dtype: np.dtype) -> np.dtype:
 @cache
 def _extreme_functions(largest: bool, compared: np.dtype):
     """Device functions of one direction and comparison dtype: ``better`` and ``scan``."""
-    value_type = numba.from_dtype(compared)
+    value_type = from_dtype(compared)
 
     @cuda.jit(device=True)
     def better(value, index, best, best_index):
@@ -289,14 +287,14 @@ def _extreme_block_kernel(largest: bool, compared: np.dtype, threads: int):
     no identity value (like -inf, which integers lack) is needed.
     """
     better, scan = _extreme_functions(largest, compared)
-    value_type = numba.from_dtype(compared)
+    value_type = from_dtype(compared)
 
     @jit
     def kernel(x, indices, span, parts, values_out, indices_out):
         rows, cols = x.shape
         t = cuda.threadIdx.x
         values = cuda.shared.array(threads, value_type)
-        positions = cuda.shared.array(threads, numba.int64)
+        positions = cuda.shared.array(threads, int64)
         for segment in range(cuda.blockIdx.x, rows * parts, cuda.gridDim.x):  # block-uniform loop
             row = segment // parts
             start = (segment - row * parts) * span
@@ -334,8 +332,8 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
     """:func:`row_extremes`, where column ``j`` of row ``i`` stands for index ``indices_of[i, j]``
     (a pass over partials), or for ``j`` when ``indices_of`` is None."""
     rows, cols = x.shape
-    values_out = memory.empty(rows, dtype=x.dtype) if values else None
-    indices_out = memory.empty(rows, dtype=np.int64) if indices else None
+    values_out = empty(rows, dtype=x.dtype) if values else None
+    indices_out = empty(rows, dtype=np.int64) if indices else None
     if rows == 0:
         return values_out, indices_out
     compared = comparison_dtype(np.dtype(x.dtype))
@@ -349,9 +347,9 @@ def _row_extremes(x: Any, indices_of: Any, largest: bool, values: bool, indices:
         launch(kernel, grid_size(rows, 1), BLOCK_THREADS, (x, indices_of, span, 1, values_out, indices_out))
         return values_out, indices_out
     # Partial values always (they decide the next pass); partial indices only when indices are wanted.
-    partial_values = memory.empty((rows, parts), dtype=x.dtype)
-    partial_indices = memory.empty((rows, parts), dtype=np.int64) if indices else None
+    partial_values = empty((rows, parts), dtype=x.dtype)
+    partial_indices = empty((rows, parts), dtype=np.int64) if indices else None
     launch(kernel, grid_size(rows * parts, 1), BLOCK_THREADS, (
-        x, indices_of, span, parts, memory.view(partial_values, 0, rows * parts),
-        None if partial_indices is None else memory.view(partial_indices, 0, rows * parts)))
+        x, indices_of, span, parts, partial_values.subarray(0, rows * parts),
+        None if partial_indices is None else partial_indices.subarray(0, rows * parts)))
     return _row_extremes(partial_values, partial_indices, largest, values, indices)

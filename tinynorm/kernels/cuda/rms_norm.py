@@ -5,7 +5,7 @@ and ``bias=None``, which Numba compiles into separate, smaller kernels.
 """
 from __future__ import annotations
 
-from . import _row_norm, memory
+from . import _row_norm
 from ._shared import (
     PARAM_DTYPE,
     check_eps,
@@ -13,6 +13,7 @@ from ._shared import (
     check_like,
     check_param,
     check_stat,
+    empty,
     output,
 )
 
@@ -28,7 +29,7 @@ def rms_norm_forward(x, weight, eps: float, out=None) -> tuple:
     weight = check_param("weight", weight, (cols,))
     eps = check_eps(eps)
     y = output(out, x.shape, x.dtype)
-    rstd = memory.empty(rows, PARAM_DTYPE)
+    rstd = empty(rows, PARAM_DTYPE)
     _row_norm.forward(x, weight, None, eps, y, None, rstd)
     return y, rstd
 
@@ -44,6 +45,6 @@ def rms_norm_backward(dy, x, rstd, weight) -> tuple:
     dy = check_like("dy", dy, x.shape, x.dtype)
     rstd = check_stat("rstd", rstd, (rows,))
     weight = check_param("weight", weight, (cols,))
-    dx = memory.empty(x.shape, x.dtype)
-    (dweight,) = memory.rows(_row_norm.backward(dy, x, None, rstd, weight, dx))
+    dx = empty(x.shape, x.dtype)
+    (dweight,) = _row_norm.backward(dy, x, None, rstd, weight, dx).rows()
     return dx, dweight

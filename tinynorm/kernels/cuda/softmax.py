@@ -18,11 +18,10 @@ import math
 from functools import cache
 
 import numpy as np
-from numba import cuda, from_dtype
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
 
-from . import memory
-from ._shared import grid_size, on_device
-from .launch import jit, launch
+from ._shared import check_array, grid_size, output
+from ...backends.cuda.runtime.launch import jit, launch
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 MAX_THREADS = 256  # threads per block, a power of two (the tree halves it)
@@ -127,26 +126,18 @@ def backward_kernel(dtype: np.dtype):
 
 
 def _check_rows(name: str, array: object):
-    """``array`` on the device after checking it is a C-contiguous 2-D float32/float64 array."""
-    array = on_device(name, array)
-    if np.dtype(array.dtype) not in FLOAT_DTYPES:
+    """``array`` as a C-contiguous 2-D float32/float64 CudaArray, after checking it is one."""
+    array = check_array(name, array)
+    if array.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float64, got {array.dtype}")
     if array.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows, cols), got shape {tuple(array.shape)}")
-    if not array.is_c_contiguous():
-        raise ValueError(f"{name} must be C-contiguous, got strides {array.strides} for shape {tuple(array.shape)}")
     return array
 
 
 def _result(out: object | None, like) -> object:
     """``out`` after checking it matches ``like`` (shape, dtype, C-contiguous), or a new device array."""
-    if out is None:
-        return memory.empty(like.shape, like.dtype)
-    out = _check_rows("out", out)
-    if out.shape != like.shape or out.dtype != like.dtype:
-        raise ValueError(f"out must have shape {tuple(like.shape)} and dtype {like.dtype}, "
-                         f"got {tuple(out.shape)} {out.dtype}")
-    return out
+    return output(out, like.shape, like.dtype)
 
 
 def _launch(kernel, rows: int, cols: int, *args) -> None:

@@ -18,10 +18,11 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-from numba import cuda
+from ...backends.cuda.runtime.compiler import cuda
 
-from . import memory
-from .launch import jit, launch
+from ...backends.cuda.runtime.launch import jit, launch
+from ...backends.cuda.array import CudaArray
+from ._shared import empty
 
 THREADS = 256
 WARP = 32
@@ -109,7 +110,7 @@ def zeros(size: int, dtype):
     the host would make the host wait for the GPU ("for transfers from pageable host memory to device
     memory, a stream sync is performed before the copy is initiated", CUDA Runtime API, API
     synchronization behavior)."""
-    out = memory.empty(size, dtype)
+    out = empty(size, dtype)
     fill(out, 0)
     return out
 
@@ -124,4 +125,4 @@ def error_flag(dtype, read: bool = True):
 
 @functools.cache  # lives as long as the process, like the CUDA context
 def _unread_flag(dtype: np.dtype):
-    return memory.empty(1, dtype)
+    return empty(1, dtype)
