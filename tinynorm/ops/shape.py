@@ -11,6 +11,8 @@ import math
 import operator
 from typing import Any, Sequence
 
+from .. import dtypes
+from .._checks import check_tensor, type_name
 from ..autograd.function import Context, Function
 from ..backends import get_backend, is_basic_index
 from ..tensor import Tensor, on_device, tensor
@@ -208,6 +210,9 @@ def to_device(x: Tensor, device: str) -> Tensor:
 
 def _target_shape(x: Tensor, shape: Sequence[int], op: str) -> tuple[int, ...]:
     """``shape`` with its one -1 filled in, checked against ``x``'s number of elements (PyTorch's errors)."""
+    check_tensor(op, "input", x)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'shape' must be a tuple of ints, not {type_name(shape)}")
     try:
         shape = tuple(operator.index(n) for n in shape)
     except TypeError:
@@ -235,6 +240,7 @@ def view(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    check_tensor("flatten", "input", x)
     if x.ndim == 0:
         return reshape(x, (1,))
     start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
@@ -245,6 +251,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
+    check_tensor("permute", "input", x)
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"permute(): argument 'dims' must be a tuple of ints, not {type_name(dims)}")
     dims = tuple(dims)
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(): number of dims don't match: the tensor has {x.ndim} dims, but dims "
@@ -254,6 +263,7 @@ def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    check_tensor("transpose", "input", x)
     dims = list(range(x.ndim))
     a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
@@ -268,12 +278,14 @@ def t(x: Tensor) -> Tensor:
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    check_tensor("unsqueeze", "input", x)
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
+    check_tensor("squeeze", "input", x)
     if dim is None:
         return reshape(x, tuple(n for n in x.shape if n != 1))
     dims = normalize_dims(dim, x.ndim, "squeeze")
@@ -324,6 +336,9 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     the given list of sizes."""
     d = normalize_dim(dim, x.ndim, "split")
     size = x.shape[d]
+    if not isinstance(split_size_or_sections, (int, list, tuple)) or isinstance(split_size_or_sections, bool):
+        raise TypeError(f"split(): split_size_or_sections must be an int or a list of ints, got "
+                        f"{split_size_or_sections!r} ({type_name(split_size_or_sections)})")
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and not (step == 0 and size == 0):
@@ -343,6 +358,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as PyTorch."""
+    if not isinstance(chunks, int) or isinstance(chunks, bool):
+        raise TypeError(f"chunk(): argument 'chunks' must be an int, got {chunks!r} ({type_name(chunks)})")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, x.ndim, "chunk")
@@ -401,16 +418,12 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+    tensors = _tensor_sequence("cat", tensors)
     return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+    tensors = _tensor_sequence("stack", tensors)
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
@@ -418,7 +431,21 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([unsqueeze(t, d) for t in tensors], dim=d)
 
 
+def _tensor_sequence(op: str, tensors: Any) -> list[Tensor]:
+    """``tensors`` (a list or tuple of tensors, not empty) as a list; PyTorch's errors otherwise."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not {type_name(tensors)}")
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    for position, item in enumerate(tensors):
+        if not isinstance(item, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {position} in argument 'tensors', but got "
+                            f"{type_name(item)}")
+    return list(tensors)
+
+
 def cast(x: Tensor, dtype: Any) -> Tensor:
+    dtype = dtypes.as_dtype(dtype)
     if dtype.kind != "f" and x.requires_grad:
         return Tensor._from_array(x.array.astype(dtype), x.device)
     return Cast.apply(x, dtype)
