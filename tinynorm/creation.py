@@ -94,7 +94,7 @@ def _check_range(start: Any, end: Any, step: Any) -> None:
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start {start}, end {end}, step {step})")
 
 

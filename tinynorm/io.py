@@ -72,22 +72,21 @@ def _path(op: str, f: Any) -> str:
     """``f`` as a path string, or a ``TypeError`` saying what ``f`` may be."""
     if not isinstance(f, (str, bytes, os.PathLike)):
         raise TypeError(f"{op}: f must be a path (str or os.PathLike) or a binary file object, got {type(f).__name__}")
-    path = os.fsdecode(os.fspath(f))
-    if not path:
-        raise FileNotFoundError(f"{op}: the path is empty; give a file name such as 'checkpoint.pt'")
-    return path
+    return os.fsdecode(os.fspath(f))
 
 
 def _writable_path(f: Any) -> str:
-    """The path to save to, refused early and by name when it is a directory or its directory is missing
-    (rather than an error about the temporary file)."""
+    """The path to save to, refused early and by name (a ``RuntimeError``, as PyTorch's) when it is empty, a
+    directory or in a missing directory, rather than by an error about the temporary file."""
     path = _path("save", f)
+    if not path:
+        raise RuntimeError("save: the path is empty; give a file name such as 'checkpoint.pt'")
     if os.path.isdir(path):
-        raise IsADirectoryError(f"save: {path!r} is a directory; give a file name in it, such as "
+        raise RuntimeError(f"save: {path!r} is a directory; give a file name in it, such as "
                                 f"{os.path.join(path, 'checkpoint.pt')!r}")
     directory = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"save: the directory {directory!r} of {path!r} does not exist; create it first "
+        raise RuntimeError(f"save: the directory {directory!r} of {path!r} does not exist; create it first "
                                 "(os.makedirs)")
     return path
 

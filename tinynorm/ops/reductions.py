@@ -30,7 +30,8 @@ def _resolve(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, op: str) -> 
     if "axis" in numpy_names:
         dim = numpy_names["axis"]
     keepdim = numpy_names.get("keepdims", keepdim)
-    return normalize_dims(dim, x.ndim, op), bool(keepdim)
+    dims = normalize_dims(dim, x.ndim, op)
+    return (() if dims is not None and x.ndim == 0 else dims), bool(keepdim)  # a scalar's dim 0 is no axis
 
 
 def _expand_back(grad: Any, dims: Dims, keepdim: bool, xp: Any) -> Any:
@@ -236,6 +237,8 @@ def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor
         index = find(x.array.reshape(-1))
     else:
         d = normalize_dim(dim, x.ndim, name)
+        if x.ndim == 0:
+            return Tensor._from_array(xp.as_array(find(x.array.reshape(-1))).astype("int64"), x.device)
         _check_reducible(x, (d,), name)
         index = find(x.array, axis=d)
         if keepdim:
@@ -244,10 +247,11 @@ def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor
 
 
 def _check_reducible(x: Tensor, dims: Dims, op: str) -> None:
-    """A max, min or arg-extreme has no value over no elements: PyTorch's ``IndexError``."""
+    """A max, min or arg-extreme has no value over no elements: PyTorch's errors (a ``RuntimeError`` from
+    amax/amin over all dims, else an ``IndexError``)."""
     if dims is None:
         if x.numel() == 0:
-            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+            raise (IndexError if op.startswith("arg") else RuntimeError)(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                              "Specify the reduction dim with the 'dim' argument.")
         return
     empty = next((d for d in dims if x.shape[d] == 0), None)

@@ -241,13 +241,13 @@ def view(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     check_tensor("flatten", "input", x)
+    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
-    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape
-    return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
+    return reshape(x, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
 
 
 def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
@@ -266,6 +266,8 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     check_tensor("transpose", "input", x)
     dims = list(range(x.ndim))
     a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
+    if x.ndim == 0:  # dims 0 and -1 name the one "dim" of a scalar
+        return Permute.apply(x, ())
     dims[a], dims[b] = dims[b], dims[a]
     return Permute.apply(x, tuple(dims))
 
@@ -419,6 +421,9 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_sequence("cat", tensors)
+    flat = next((position for position, t in enumerate(tensors) if t.ndim == 0), None)
+    if flat is not None:
+        raise RuntimeError(f"cat(): zero-dimensional tensor (at position {flat}) cannot be concatenated")
     return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
 
 
@@ -436,7 +441,7 @@ def _tensor_sequence(op: str, tensors: Any) -> list[Tensor]:
     if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not {type_name(tensors)}")
     if not tensors:
-        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+        raise RuntimeError(f"{op}(): expects a non-empty TensorList (got an empty {type(tensors).__name__})")
     for position, item in enumerate(tensors):
         if not isinstance(item, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {position} in argument 'tensors', but got "
