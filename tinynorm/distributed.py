@@ -65,8 +65,8 @@ def communicator(comm: Any = None) -> Any:
 
 
 def _checked_comm(op: str, comm: Any) -> Any:
-    """``comm`` after checking it is a communicator: anything with mpi4py's ``Get_size`` and ``Get_rank``."""
-    if not (callable(getattr(comm, "Get_size", None)) and callable(getattr(comm, "Get_rank", None))):
+    """``comm`` after checking it is a communicator: anything with mpi4py's ``Get_size`` method."""
+    if not callable(getattr(comm, "Get_size", None)):
         raise TypeError(f"{op}: comm must be an MPI communicator (mpi4py's MPI.COMM_WORLD or one split from it), "
                         f"got {comm!r} ({type(comm).__name__})")
     return comm

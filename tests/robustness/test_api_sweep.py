@@ -529,6 +529,10 @@ def test_distributed_arguments_are_checked_even_in_one_process(call, error, frag
     (lambda m: m.train("x"), ValueError, ["training mode is expected to be boolean, got 'x'"]),
     (lambda m: m.apply(5), TypeError, ["apply: fn must be a function", "int"]),
     (lambda m: m.state_dict(prefix=5), TypeError, ["prefix must be a str, got int"]),
+    (lambda m: m(None), TypeError, ["linear(): argument 'input' must be Tensor, not NoneType"]),
+    (lambda m: m(np.ones((4, 3))), TypeError, ["linear(): argument 'input' must be Tensor, not numpy.ndarray"]),
+    (lambda m: m(tn.ones(4, 5)), ValueError, ["linear: input has 5 features (shape (4, 5))", "expects 3"]),
+    (lambda m: nn.Dropout("x"), TypeError, ["Dropout: p must be a number, got 'x'"]),
 ])
 def test_module_methods_get_clear_errors_and_leave_the_module_unchanged(call, error, fragments):
     model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
