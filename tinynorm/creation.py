@@ -79,7 +79,8 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     """Values from ``start`` to ``end`` (exclusive); int64 when all arguments are ints, as PyTorch."""
     if end is None:
         start, end = 0, start
-    start, end, step = (_scalar(value, "arange", name) for value, name in ((start, "start"), (end, "end"), (step, "step")))
+    start, end, step = (_scalar(value, "arange", name)
+                        for value, name in ((start, "start"), (end, "end"), (step, "step")))
     _check_range(start, end, step)
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))

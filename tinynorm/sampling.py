@@ -50,8 +50,9 @@ def randint(*args: Any, size: Any = None, low: int | None = None, high: int | No
     (int64 unless ``dtype`` says otherwise)."""
     low, high, size = _randint_arguments(args, low, high, size)
     dtype, device = _out_defaults(out, dtype, device, "randint", dtypes.int64)
-    return write_out(out, _uniform_integers(low, high, _shape((size,), "randint"), dtype, device, requires_grad, generator,
-                                            "randint"), "randint")
+    shape = _shape((size,), "randint")
+    return write_out(out, _uniform_integers(low, high, shape, dtype, device, requires_grad, generator, "randint"),
+                     "randint")
 
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None,

@@ -194,7 +194,7 @@ def std(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 
     return Std.apply(x, dims, keepdim, _check_correction("std", correction))
 
 
-def _check_correction(op: str, correction: Any) -> float:
+def _check_correction(op: str, correction: Any) -> int | float:
     """``correction`` (the degrees of freedom subtracted from the count) as a number."""
     if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}(): argument 'correction' must be a number, got {correction!r} "
@@ -251,8 +251,9 @@ def _check_reducible(x: Tensor, dims: Dims, op: str) -> None:
     amax/amin over all dims, else an ``IndexError``)."""
     if dims is None:
         if x.numel() == 0:
-            raise (IndexError if op.startswith("arg") else RuntimeError)(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-                             "Specify the reduction dim with the 'dim' argument.")
+            error = IndexError if op.startswith("arg") else RuntimeError
+            raise error(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                        "reduction dim with the 'dim' argument.")
         return
     empty = next((d for d in dims if x.shape[d] == 0), None)
     if empty is not None:

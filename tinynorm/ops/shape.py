@@ -338,9 +338,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     the given list of sizes."""
     d = normalize_dim(dim, x.ndim, "split")
     size = x.shape[d]
-    if not isinstance(split_size_or_sections, (int, list, tuple)) or isinstance(split_size_or_sections, bool):
-        raise TypeError(f"split(): split_size_or_sections must be an int or a list of ints, got "
-                        f"{split_size_or_sections!r} ({type_name(split_size_or_sections)})")
+    if not isinstance(split_size_or_sections, (list, tuple)):
+        split_size_or_sections = _int_argument("split", "split_size_or_sections", split_size_or_sections)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and not (step == 0 and size == 0):
@@ -360,12 +359,21 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as PyTorch."""
-    if not isinstance(chunks, int) or isinstance(chunks, bool):
-        raise TypeError(f"chunk(): argument 'chunks' must be an int, got {chunks!r} ({type_name(chunks)})")
+    chunks = _int_argument("chunk", "chunks", chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, x.ndim, "chunk")
     return split(x, max(-(-x.shape[d] // chunks), 1), d)
+
+
+def _int_argument(op: str, name: str, value: Any) -> int:
+    """``value`` as an int (a Python or numpy integer, not a bool), or PyTorch's ``TypeError``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be an int, got {value!r} ({type_name(value)})") from None
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
