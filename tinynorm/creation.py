@@ -37,7 +37,7 @@ def _make(array: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
     """A tensor on ``device`` holding host values ``array`` (copied to the device when not the CPU)."""
     device = resolve_device(device)
     result = Tensor._from_array(get_backend(device).from_numpy(array), device)
-    return result.requires_grad_(True) if requires_grad else result
+    return _requiring_grad(result, requires_grad)
 
 
 def _fill(name: str, size: tuple, dtype: Any, requires_grad: bool, device: Any, *fill_value: Any) -> Tensor:
@@ -45,6 +45,13 @@ def _fill(name: str, size: tuple, dtype: Any, requires_grad: bool, device: Any, 
     device = resolve_device(device)
     array = getattr(get_backend(device), name)(_shape(size, name), *fill_value, dtype=_dtype_or_default(dtype))
     result = Tensor._from_array(array, device)
+    return _requiring_grad(result, requires_grad)
+
+
+def _requiring_grad(result: Tensor, requires_grad: Any) -> Tensor:
+    """``result``, made to require grad when ``requires_grad`` (a bool: ``'no'`` would count as true)."""
+    if not isinstance(requires_grad, (bool, np.bool_)):
+        raise TypeError(f"requires_grad must be a bool, got {requires_grad!r} ({type(requires_grad).__name__})")
     return result.requires_grad_(True) if requires_grad else result
 
 

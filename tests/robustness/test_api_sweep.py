@@ -211,6 +211,7 @@ def test_negative_stride_views_give_numpys_values(op):
     (lambda lib: lib.linspace(0, 1, -1), RuntimeError, ["steps must be greater or equal to 0, got -1"]),
     (lambda lib: lib.eye(2.5), TypeError, ["eye: n must be an int, got float"]),
     (lambda lib: lib.randperm(-1), RuntimeError, ["randperm", "-1"]),
+    (lambda lib: lib.zeros(2, requires_grad="no"), TypeError, ["requires_grad must be a bool, got 'no'"]),
 ], ids=lambda value: None if callable(value) or isinstance(value, (type, list, tuple)) else str(value))
 def test_creation_arguments_get_torchs_error_class_and_a_clear_message(call, error, fragments):
     raises_clearly(lambda: call(tn), *fragments, error=error)
