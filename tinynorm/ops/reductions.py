@@ -113,9 +113,7 @@ class Var(Function):
         squares = xp.sum(centered * centered, axis=dims, keepdims=keepdim)
         if divisor:
             return squares / divisor
-        warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=4)
-        with np.errstate(divide="ignore", invalid="ignore"):  # inf or NaN, as PyTorch
+        with np.errstate(divide="ignore", invalid="ignore"):  # inf or NaN, as PyTorch (var() warned)
             return squares / divisor
 
     @staticmethod
@@ -186,19 +184,23 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) 
 
 def var(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "var")
-    return Var.apply(x, dims, keepdim, _check_correction("var", correction))
+    return Var.apply(x, dims, keepdim, _check_correction("var", correction, x, dims))
 
 
 def std(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "std")
-    return Std.apply(x, dims, keepdim, _check_correction("std", correction))
+    return Std.apply(x, dims, keepdim, _check_correction("std", correction, x, dims))
 
 
-def _check_correction(op: str, correction: Any) -> int | float:
-    """``correction`` (the degrees of freedom subtracted from the count) as a number."""
+def _check_correction(op: str, correction: Any, x: Tensor, dims: Dims) -> int | float:
+    """``correction`` (the degrees of freedom subtracted from the count) after checking it is a number;
+    PyTorch's warning when it leaves no degrees of freedom (the result is then inf or NaN)."""
     if isinstance(correction, bool) or not isinstance(correction, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}(): argument 'correction' must be a number, got {correction!r} "
                         f"({type(correction).__name__})")
+    if _count(x.shape, dims) - correction <= 0:
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     return correction
 
 
