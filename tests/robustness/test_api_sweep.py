@@ -105,6 +105,8 @@ def test_ops_refuse_what_is_not_a_tensor(op, received):
     (lambda lib: lib.ones(2, 3).split(1.5), TypeError, ["argument 'split_size_or_sections' must be an int, got 1.5"]),
     (lambda lib: lib.clamp(lib.ones(2), "a"), TypeError, ["clamp(): min must be a number, got 'a'"]),
     (lambda lib: lib.var(lib.ones(3), correction="a"), TypeError, ["argument 'correction' must be a number, got 'a'"]),
+    (lambda lib: lib.sum(lib.ones(3), 0, keepdim="a"), TypeError, ["sum(): keepdim must be a bool, got 'a'"]),
+    (lambda lib: lib.argmax(lib.ones(3), 0, keepdim=None), TypeError, ["argmax(): keepdim must be a bool, got None"]),
     (lambda lib: lib.where(lib.ones(2), lib.ones(2), lib.ones(2)), RuntimeError,
      ["condition to be a boolean tensor", "float32"]),
     (lambda lib: lib.where(lib.ones(2) > 0, lib.ones(2), "a"), TypeError, ["argument 'other'", "not str"]),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from .._checks import check_tensor
+from .._checks import check_bool, check_tensor
 from ..autograd.function import Context, Function
 from ..tensor import MinMax, Tensor
 from .dims import normalize_dim, normalize_dims
@@ -31,7 +31,8 @@ def _resolve(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, op: str) -> 
         dim = numpy_names["axis"]
     keepdim = numpy_names.get("keepdims", keepdim)
     dims = normalize_dims(dim, x.ndim, op)
-    return (() if dims is not None and x.ndim == 0 else dims), bool(keepdim)  # a scalar's dim 0 is no axis
+    keepdim = check_bool(f"{op}()", "keepdim", keepdim)
+    return (() if dims is not None and x.ndim == 0 else dims), keepdim  # a scalar's dim 0 is no axis
 
 
 def _expand_back(grad: Any, dims: Dims, keepdim: bool, xp: Any) -> Any:
@@ -232,6 +233,7 @@ def min(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noq
 
 def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor:
     check_tensor(name, "input", x)
+    check_bool(f"{name}()", "keepdim", keepdim)
     xp = x._backend
     find = getattr(xp, name)
     if dim is None:
