@@ -1,5 +1,9 @@
-"""Shared test helpers: float64 leaves for gradient checks and hypothesis strategies for shapes."""
+"""Shared test helpers: float64 leaves for gradient checks, hypothesis strategies for shapes, and the check
+that a bad call fails with a clear error."""
+import warnings
+
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -25,3 +29,23 @@ class RunsCodeWhenUnpickled:
 
     def __reduce__(self):
         return (open, (self.marker, "w"))
+
+
+# The error classes a bad argument may raise: they say what was wrong, where a ZeroDivisionError,
+# AttributeError, RecursionError or a Numba typing error would say only where it broke.
+CLEAR_ERRORS = (TypeError, ValueError, IndexError, RuntimeError, KeyError)
+
+
+def raises_clearly(call, *fragments, error=CLEAR_ERRORS):
+    """``call()`` raises one of ``error`` (a clear class, not one leaking from inside), before any
+    warning, with a message holding every fragment; returns the exception."""
+    with warnings.catch_warnings(), pytest.raises(Exception) as info:
+        warnings.simplefilter("error")
+        call()
+    raised = info.value
+    assert isinstance(raised, error) and not isinstance(raised, RecursionError), repr(raised)
+    assert not type(raised).__module__.startswith("numba"), repr(raised)
+    message = raised.args[0] if isinstance(raised, KeyError) and raised.args else str(raised)  # str() quotes it
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    return raised

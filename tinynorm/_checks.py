@@ -20,9 +20,11 @@ from .tensor import Tensor
 
 
 def type_name(value: object) -> str:
-    """The type of ``value`` as PyTorch's messages name it: ``list``, ``NoneType``, ``numpy.ndarray``."""
+    """The type of ``value`` as PyTorch's messages name it: ``list``, ``NoneType``, ``numpy.ndarray``,
+    ``Tensor`` (tinynorm's own types by their plain names)."""
     kind = type(value)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    plain = kind.__module__ == "builtins" or kind.__module__.split(".")[0] == "tinynorm"
+    return kind.__qualname__ if plain else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def check_tensor(op: str, name: str, value: object) -> Tensor:

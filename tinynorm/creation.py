@@ -2,6 +2,7 @@
 ``logspace``, ``eye``, ``randn``, ``rand``, the ``*_like`` variants, and ``from_numpy``."""
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -19,11 +20,16 @@ __all__ = [
 ]
 
 
-def _shape(size: tuple) -> tuple[int, ...]:
+def _shape(size: tuple, op: str = "tensor") -> tuple[int, ...]:
+    """``size`` (ints, or one tuple or list of them) as a shape, with PyTorch's errors."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if not all(isinstance(n, (int, np.integer)) and n >= 0 for n in size):
-        raise ValueError(f"size must be non-negative integers, got {size}")
+    for position, n in enumerate(size):
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)):
+            raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(n).__name__} at pos {position}: {size!r}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {min(size)}: {list(size)}")
     return tuple(int(n) for n in size)
 
 
@@ -31,14 +37,21 @@ def _make(array: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
     """A tensor on ``device`` holding host values ``array`` (copied to the device when not the CPU)."""
     device = resolve_device(device)
     result = Tensor._from_array(get_backend(device).from_numpy(array), device)
-    return result.requires_grad_(True) if requires_grad else result
+    return _requiring_grad(result, requires_grad)
 
 
 def _fill(name: str, size: tuple, dtype: Any, requires_grad: bool, device: Any, *fill_value: Any) -> Tensor:
     """A tensor made by the backend's ``zeros``/``ones``/``empty``/``full`` on the device itself."""
     device = resolve_device(device)
-    array = getattr(get_backend(device), name)(_shape(size), *fill_value, dtype=_dtype_or_default(dtype))
+    array = getattr(get_backend(device), name)(_shape(size, name), *fill_value, dtype=_dtype_or_default(dtype))
     result = Tensor._from_array(array, device)
+    return _requiring_grad(result, requires_grad)
+
+
+def _requiring_grad(result: Tensor, requires_grad: Any) -> Tensor:
+    """``result``, made to require grad when ``requires_grad`` (a bool: ``'no'`` would count as true)."""
+    if not isinstance(requires_grad, (bool, np.bool_)):
+        raise TypeError(f"requires_grad must be a bool, got {requires_grad!r} ({type(requires_grad).__name__})")
     return result.requires_grad_(True) if requires_grad else result
 
 
@@ -59,6 +72,10 @@ def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: An
 
 
 def full(size: Any, fill_value: float, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+    fill_value = _scalar(fill_value, "full", "fill_value")
+    if dtype is not None and dtypes.as_dtype(dtype).kind in "iu" and not _fits(fill_value, dtypes.as_dtype(dtype)):
+        raise RuntimeError(f"full: value cannot be converted to type {dtypes.as_dtype(dtype)} without overflow: "
+                           f"{fill_value!r}")
     if dtype is None:
         dtype = dtypes.int64 if isinstance(fill_value, (int, np.integer)) and not isinstance(fill_value, bool) else None
     return _fill("full", (size,), dtype, requires_grad, device, fill_value)
@@ -69,10 +86,30 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     """Values from ``start`` to ``end`` (exclusive); int64 when all arguments are ints, as PyTorch."""
     if end is None:
         start, end = 0, start
+    start, end, step = (_scalar(value, "arange", name)
+                        for value, name in ((start, "start"), (end, "end"), (step, "step")))
+    _check_range(start, end, step)
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
     return _make(np.arange(start, end, step, dtype=dtypes.as_dtype(dtype)), requires_grad, device)
+
+
+def _check_range(start: Any, end: Any, step: Any) -> None:
+    """PyTorch's checks of an ``arange``: finite bounds, a step that is not 0 and points from start to end."""
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start {start}, end {end}, step {step})")
+
+
+def _fits(value: Any, dtype: np.dtype) -> bool:
+    """Whether the number ``value`` is in the range of the integer ``dtype``."""
+    limits = np.iinfo(dtype)
+    return limits.min <= value <= limits.max  # False for NaN
 
 
 def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
@@ -80,7 +117,7 @@ def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: An
     """Standard normal samples from ``generator`` (the global one by default, see ``tinynorm.manual_seed``)."""
     dtype = floating_dtype(dtype, "randn")
     rng = numpy_generator(generator, device, "randn")
-    return _make(rng.standard_normal(_shape(size)).astype(dtype), requires_grad, device)
+    return _make(rng.standard_normal(_shape(size, "randn")).astype(dtype), requires_grad, device)
 
 
 def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
@@ -88,7 +125,7 @@ def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any
     """Uniform samples in [0, 1) from ``generator`` (the global one by default)."""
     dtype = floating_dtype(dtype, "rand")
     rng = numpy_generator(generator, device, "rand")
-    return _make(rng.random(_shape(size)).astype(dtype), requires_grad, device)
+    return _make(rng.random(_shape(size, "rand")).astype(dtype), requires_grad, device)
 
 
 def floating_dtype(dtype: Any, op: str) -> np.dtype:
@@ -100,6 +137,7 @@ def floating_dtype(dtype: Any, op: str) -> np.dtype:
 
 
 def _like(fn: Any, other: Tensor, dtype: Any, requires_grad: bool, device: Any, **kwargs: Any) -> Tensor:
+    _check_like(fn.__name__, other)
     device = other.device if device is None else device
     return fn(*other.shape, dtype=dtype or other.dtype, requires_grad=requires_grad, device=device, **kwargs)
 
@@ -128,8 +166,14 @@ def rand_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, 
 
 def full_like(other: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False, *,
               device: Any = None) -> Tensor:
+    _check_like("full", other)
     device = other.device if device is None else device
     return full(other.shape, fill_value, dtype=dtype or other.dtype, requires_grad=requires_grad, device=device)
+
+
+def _check_like(name: str, other: Any) -> None:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}_like(): argument 'input' must be Tensor, not {type(other).__name__}")
 
 
 # ------------------------------------------------------------------ numpy, ranges, identity
@@ -221,7 +265,7 @@ def _scalar(value: Any, op: str, name: str) -> Any:
             raise ValueError(f"{op}: {name} must be a number or a 0-dimensional tensor, got shape {value.shape}")
         value = value.item()
     if not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__}")
+        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__} ({value!r})")
     return value
 
 

@@ -49,7 +49,7 @@ def init(comm: Any = None) -> Any:
     (``COMM_WORLD.Split(...)``) to train on a subset of the processes.
     """
     global _default_comm
-    _default_comm = comm if comm is not None else mpi().COMM_WORLD
+    _default_comm = _checked_comm("init", comm) if comm is not None else mpi().COMM_WORLD
     return _default_comm
 
 
@@ -60,8 +60,24 @@ def is_initialized() -> bool:
 def communicator(comm: Any = None) -> Any:
     """``comm`` itself, or the default communicator (initialized on first use)."""
     if comm is not None:
-        return comm
+        return _checked_comm("communicator", comm)
     return _default_comm if _default_comm is not None else init()
+
+
+def _checked_comm(op: str, comm: Any) -> Any:
+    """``comm`` after checking it is a communicator: anything with mpi4py's ``Get_size`` method."""
+    if not callable(getattr(comm, "Get_size", None)):
+        raise TypeError(f"{op}: comm must be an MPI communicator (mpi4py's MPI.COMM_WORLD or one split from it), "
+                        f"got {comm!r} ({type(comm).__name__})")
+    return comm
+
+
+def _check_bucket_size(op: str, bucket_size_mb: Any) -> None:
+    if isinstance(bucket_size_mb, bool) or not isinstance(bucket_size_mb, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: bucket_size_mb must be a number of megabytes, got {bucket_size_mb!r} "
+                        f"({type(bucket_size_mb).__name__})")
+    if not 0 < bucket_size_mb < float("inf"):
+        raise ValueError(f"{op}: bucket_size_mb must be > 0 and finite, got {bucket_size_mb!r}")
 
 
 def get_world_size(comm: Any = None) -> int:
@@ -104,7 +120,17 @@ def _offsets(bucket: Sequence[Tensor]) -> Iterator[tuple[Tensor, slice]]:
 
 
 def _parameters(model_or_params: Module | Iterable[Tensor]) -> list[Tensor]:
-    params = model_or_params.parameters() if isinstance(model_or_params, Module) else model_or_params
+    """The parameters that require grad, of a Module or an iterable of tensors (checked)."""
+    if isinstance(model_or_params, Module):
+        params = list(model_or_params.parameters())
+    elif isinstance(model_or_params, Iterable) and not isinstance(model_or_params, (Tensor, str, bytes)):
+        params = list(model_or_params)
+    else:
+        raise TypeError(f"allreduce_gradients: expected a Module or an iterable of tensors, got "
+                        f"{type(model_or_params).__name__}")
+    for position, param in enumerate(params):
+        if not isinstance(param, Tensor):
+            raise TypeError(f"allreduce_gradients: parameter {position} is a {type(param).__name__}, not a Tensor")
     return [p for p in params if p.requires_grad]
 
 
@@ -122,12 +148,14 @@ def allreduce_gradients(model_or_params: Module | Iterable[Tensor], comm: Any = 
     its share of the global mean: ``sum of local losses * world_size / global_batch_size``, which is
     the local mean when the shards have equal sizes.
     """
+    params = _parameters(model_or_params)
+    _check_bucket_size("allreduce_gradients", bucket_size_mb)
     comm = communicator(comm)
     world = comm.Get_size()
     if world == 1:
         return
     MPI = mpi()
-    for bucket in _buckets(_parameters(model_or_params), bucket_size_mb * 2**20):
+    for bucket in _buckets(params, bucket_size_mb * 2**20):
         numel = sum(p.numel() for p in bucket)
         flat = np.zeros(numel + len(bucket), dtype=bucket[0].dtype)
         grads, has_grad = flat[:numel], flat[numel:]
@@ -155,8 +183,14 @@ def _broadcast(tensors: Sequence[Tensor], root: int, comm: Any, bucket_size_mb: 
 def broadcast_parameters(model: Module, root: int = 0, comm: Any = None, bucket_size_mb: float = 25.0) -> None:
     """Give every rank rank ``root``'s parameters AND buffers (running statistics), so that all
     replicas start identical whatever their random initialization."""
+    if not isinstance(model, Module):
+        raise TypeError(f"broadcast_parameters: model must be a tinynorm Module, got {type(model).__name__}")
+    _check_bucket_size("broadcast_parameters", bucket_size_mb)
     comm = communicator(comm)
-    if comm.Get_size() > 1:
+    world = comm.Get_size()
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < world:
+        raise ValueError(f"broadcast_parameters: root must be a rank in [0, {world - 1}], got {root!r}")
+    if world > 1:
         _broadcast(list(model.parameters()) + list(model.buffers()), root, comm, bucket_size_mb)
 
 
@@ -180,8 +214,9 @@ class DistributedDataParallel(Module):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be a tinynorm Module, got {type(module).__name__}")
-        if not bucket_size_mb > 0:
-            raise ValueError(f"DistributedDataParallel: bucket_size_mb must be > 0, got {bucket_size_mb!r}")
+        _check_bucket_size("DistributedDataParallel", bucket_size_mb)
+        if not isinstance(broadcast_buffers, (bool, np.bool_)):
+            raise TypeError(f"DistributedDataParallel: broadcast_buffers must be a bool, got {broadcast_buffers!r}")
         self.module = module
         self.comm = communicator(comm)
         self.bucket_size_mb = bucket_size_mb

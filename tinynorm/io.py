@@ -62,9 +62,42 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
     header = json.dumps({"format": FORMAT, "version": VERSION, "tree": tree})
     arrays[STRUCTURE_KEY] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
     if hasattr(f, "write"):
+        _check_binary_file("save", f)
         np.savez(f, **arrays)
     else:
-        _replace_atomically(os.fspath(f), lambda file: np.savez(file, **arrays))
+        _replace_atomically(_writable_path(f), lambda file: np.savez(file, **arrays))
+
+
+def _path(op: str, f: Any) -> str:
+    """``f`` as a path string, or a ``TypeError`` saying what ``f`` may be."""
+    if not isinstance(f, (str, bytes, os.PathLike)):
+        raise TypeError(f"{op}: f must be a path (str or os.PathLike) or a binary file object, got {type(f).__name__}")
+    return os.fsdecode(os.fspath(f))
+
+
+def _writable_path(f: Any) -> str:
+    """The path to save to, refused early and by name (a ``RuntimeError``, as PyTorch's) when it is empty, a
+    directory or in a missing directory, rather than by an error about the temporary file."""
+    path = _path("save", f)
+    if not path:
+        raise RuntimeError("save: the path is empty; give a file name such as 'checkpoint.pt'")
+    if os.path.isdir(path):
+        raise RuntimeError(f"save: {path!r} is a directory; give a file name in it, such as "
+                                f"{os.path.join(path, 'checkpoint.pt')!r}")
+    directory = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(directory):
+        raise RuntimeError(f"save: the directory {directory!r} of {path!r} does not exist; create it first "
+                                "(os.makedirs)")
+    return path
+
+
+def _check_binary_file(op: str, f: Any) -> None:
+    """A file object must be a binary one: a text stream (``open(path, 'w')``, ``io.StringIO``) cannot hold a
+    checkpoint."""
+    if isinstance(f, io.TextIOBase):
+        mode = "'rb'" if op == "load" else "'wb'"
+        raise TypeError(f"{op}: f is a text stream ({type(f).__name__}); open the file in binary mode ({mode}) "
+                        "or use io.BytesIO")
 
 
 def _replace_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
@@ -98,6 +131,9 @@ def _new_file_beside(target: str) -> tuple[int, str]:
             return os.open(temporary, flags, 0o666), temporary
         except FileExistsError:
             continue
+        except OSError as error:  # a read-only or special directory: say so about the target, not the temporary
+            raise type(error)(error.errno, f"save: cannot create a file beside {target!r} in {directory!r}: "
+                                           f"{error.strerror}") from None
     raise FileExistsError(f"save: could not find a free temporary name in {directory!r}")
 
 
@@ -179,13 +215,16 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
     if mmap:
         raise ValueError("load: mmap=True is not supported; the file is read into memory")
     if hasattr(f, "read"):
+        _check_binary_file("load", f)
         seekable = hasattr(f, "seekable") and f.seekable()
         name = f"<{type(f).__name__}>"
         return _load_file(f if seekable else io.BytesIO(f.read()), name, _placement(map_location, name))
-    path = os.fspath(f)
+    path = _path("load", f)
     place = _placement(map_location, path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: no checkpoint file at {path!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"load: {path!r} is a directory, not a checkpoint file")
     with open(path, "rb") as file:
         return _load_file(file, path, place)
 

@@ -50,8 +50,9 @@ def randint(*args: Any, size: Any = None, low: int | None = None, high: int | No
     (int64 unless ``dtype`` says otherwise)."""
     low, high, size = _randint_arguments(args, low, high, size)
     dtype, device = _out_defaults(out, dtype, device, "randint", dtypes.int64)
-    return write_out(out, _uniform_integers(low, high, _shape((size,)), dtype, device, requires_grad, generator,
-                                            "randint"), "randint")
+    shape = _shape((size,), "randint")
+    return write_out(out, _uniform_integers(low, high, shape, dtype, device, requires_grad, generator, "randint"),
+                     "randint")
 
 
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None,
@@ -138,7 +139,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
         _check_std(std)
         dtype, device = _out_defaults(out, dtype, device, "normal")
         dtype = floating_dtype(dtype, "normal")
-        z = numpy_generator(generator, device, "normal").standard_normal(_shape((size,)))
+        z = numpy_generator(generator, device, "normal").standard_normal(_shape((size,), "normal"))
         return write_out(out, _make((mean + std * z).astype(dtype), requires_grad, device), "normal")
     if size is not None or dtype is not None or device is not None or requires_grad:
         raise TypeError("normal: size, dtype, device and requires_grad are only for normal(mean, std, size) with "

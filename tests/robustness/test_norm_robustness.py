@@ -12,7 +12,6 @@ the argument and what was received, never a ``ZeroDivisionError``, ``AttributeEr
 values where PyTorch gives zeros or NaN, the float64 reference's (docs/normalization.md, section 6).
 """
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -24,21 +23,7 @@ from tinynorm import nn
 from tinynorm.kernels import reference as R
 from tinynorm.nn import functional as F
 
-CLEAR_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)
-
-
-def raises_clearly(call, *fragments, error=CLEAR_ERRORS):
-    """``call()`` raises one of ``error`` (a clear class, not one leaking from inside), before any
-    warning, with a message holding every fragment; returns the exception."""
-    with warnings.catch_warnings(), pytest.raises(Exception) as info:
-        warnings.simplefilter("error")
-        call()
-    raised = info.value
-    assert isinstance(raised, error) and not isinstance(raised, RecursionError), repr(raised)
-    assert not type(raised).__module__.startswith("numba"), repr(raised)
-    for fragment in fragments:
-        assert fragment in str(raised), f"{fragment!r} not in {str(raised)!r}"
-    return raised
+from helpers import raises_clearly
 
 
 # ----------------------------------------------------------------------------------- the layers

@@ -1,6 +1,7 @@
 """Activation and dropout modules: thin wrappers around the functions in ``tinynorm.ops``."""
 from __future__ import annotations
 
+from .._checks import check_number
 from ..ops import dropout, gelu, log_softmax, relu, sigmoid, softmax, tanh
 from ..tensor import Tensor
 from .module import Module
@@ -60,7 +61,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
+        if not 0.0 <= check_number("Dropout", "p", p) <= 1.0:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
         self.p = p
 

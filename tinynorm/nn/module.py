@@ -120,6 +120,7 @@ class Module:
         object.__delattr__(self, name)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        _check_name("parameter", name)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__}")
         self.__dict__.pop(name, None)
@@ -127,6 +128,7 @@ class Module:
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register a tensor that is state but not a parameter (e.g. running statistics)."""
+        _check_name("buffer", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
         self.__dict__.pop(name, None)
@@ -137,6 +139,7 @@ class Module:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
+        _check_name("module", name)
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
         self._modules[name] = module
@@ -199,6 +202,8 @@ class Module:
     # ------------------------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> "Module":
         """Training mode (e.g. BatchNorm uses batch statistics, Dropout drops); returns self."""
+        if not isinstance(mode, (bool, np.bool_)):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
         return self
@@ -224,6 +229,8 @@ class Module:
 
         The order is PyTorch's: each child's whole subtree in registration order, then the parent.
         """
+        if not callable(fn):
+            raise TypeError(f"apply: fn must be a function taking a module, got {type(fn).__name__}")
         for child in self.children():
             child.apply(fn)
         fn(self)
@@ -239,6 +246,8 @@ class Module:
                 device = arg
             else:
                 dtype = arg
+        if dtype is not None and not dtypes.is_floating(dtypes.as_dtype(dtype)):
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
         for module in self.modules():
             for registry in (module._parameters, module._buffers):
                 for value in registry.values():
@@ -260,6 +269,8 @@ class Module:
     # -------------------------------------------------------------------------- state dict
     def state_dict(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
         """Parameters and persistent buffers by dotted name, as detached tensors sharing memory."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"state_dict: prefix must be a str, got {type(prefix).__name__}")
         state: OrderedDict[str, Tensor] = OrderedDict()
         for module_name, module in self.named_modules(prefix.rstrip(".")):
             dotted = f"{module_name}." if module_name else ""
@@ -362,3 +373,14 @@ def _first_inexact_integer(array: np.ndarray, dtype: np.dtype) -> Any:
         if not (is_whole and low <= value <= high):
             return value
     return None
+
+
+def _check_name(kind: str, name: object) -> None:
+    """A parameter, buffer or submodule name is a non-empty string without dots (PyTorch's errors: a dot
+    would make its state-dict key ambiguous)."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+    if not name:
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._checks import check_tensor
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -64,6 +65,7 @@ class AvgPool2d(Function):
 
 
 def _check_4d(op: str, x: Tensor) -> None:
+    check_tensor(op, "input", x)
     if x.ndim != 4:
         raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
 
@@ -71,11 +73,15 @@ def _check_4d(op: str, x: Tensor) -> None:
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntPair = 1, padding: IntPair = 0) -> Tensor:
     """Cross-correlation of ``x`` (N, C, H, W) with ``weight`` (O, C, kh, kw), as ``F.conv2d``."""
     _check_4d("conv2d", x)
-    if weight.ndim != 4 or weight.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"conv2d: input has {x.shape[1]} channels (shape {tuple(x.shape)}) but the weight "
-            f"{tuple(weight.shape)} expects {weight.shape[1] if weight.ndim == 4 else '?'}"
-        )
+    check_tensor("conv2d", "weight", weight)
+    if bias is not None:
+        check_tensor("conv2d", "bias", bias)
+    if weight.ndim != 4:
+        raise ValueError(f"conv2d: weight must be 4-D (out_channels, in_channels, kH, kW), got shape "
+                         f"{tuple(weight.shape)}")
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(f"conv2d: input has {x.shape[1]} channels (shape {tuple(x.shape)}) but the weight "
+                         f"{tuple(weight.shape)} expects {weight.shape[1]}")
     return Conv2d.apply(x, weight, bias, stride, padding)
 
 

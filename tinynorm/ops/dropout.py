@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._checks import check_number, check_tensor
 from ..autograd.function import Context, Function
 from ..random import default_generator
 from ..tensor import Tensor
@@ -26,7 +27,8 @@ class Dropout(Function):
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
-    if not 0.0 <= p <= 1.0:
+    check_tensor("dropout", "input", x)
+    if not 0.0 <= check_number("dropout", "p", p) <= 1.0:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
     if not training or p == 0.0:
         return x

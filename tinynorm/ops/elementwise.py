@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..autograd.function import Context, Function
 from .. import dtypes
+from .._checks import check_number, check_tensor, type_name
 from ..tensor import Tensor, tensor
 from .promotion import promote
 from .shape import cast
@@ -227,61 +230,94 @@ def _floating(x: Tensor) -> Tensor:
 
 
 def exp(x: Tensor) -> Tensor:
+    check_tensor("exp", "input", x)
     return Exp.apply(_floating(x))
 
 
 def log(x: Tensor) -> Tensor:
+    check_tensor("log", "input", x)
     return Log.apply(_floating(x))
 
 
 def sqrt(x: Tensor) -> Tensor:
+    check_tensor("sqrt", "input", x)
     return Sqrt.apply(_floating(x))
 
 
 def rsqrt(x: Tensor) -> Tensor:
+    check_tensor("rsqrt", "input", x)
     return Rsqrt.apply(_floating(x))
 
 
 def abs(x: Tensor) -> Tensor:  # noqa: A001
+    check_tensor("abs", "input", x)
     return Abs.apply(x)
 
 
 def tanh(x: Tensor) -> Tensor:
+    check_tensor("tanh", "input", x)
     return Tanh.apply(_floating(x))
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    check_tensor("sigmoid", "input", x)
     return Sigmoid.apply(_floating(x))
 
 
 def relu(x: Tensor) -> Tensor:
+    check_tensor("relu", "input", x)
     return Relu.apply(x)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    check_tensor("gelu", "input", x)
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return Gelu.apply(_floating(x), approximate=approximate)
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    check_tensor("clamp", "input", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for name, bound in (("min", min), ("max", max)):
+        if bound is not None and not isinstance(bound, Tensor):
+            check_number("clamp()", name, bound)
     return Clamp.apply(x, min, max)
 
 
 def maximum(a: Any, b: Any) -> Tensor:
+    _check_operands("maximum", a, b)
     return Pick.apply(*promote(a, b), True)
 
 
 def minimum(a: Any, b: Any) -> Tensor:
+    _check_operands("minimum", a, b)
     return Pick.apply(*promote(a, b), False)
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
     """``a`` where ``condition`` holds, else ``b``; a condition given as host data (a numpy array) is
     copied to the tensors' device, a condition tensor must be on it already."""
+    _check_condition(condition)
+    _check_operands("where", a, b)
     device = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)), "cpu")
     if device != "cpu" and not isinstance(condition, Tensor):
         condition = tensor(condition, device=device)
     return Where.apply(condition, *promote(a, b))
+
+
+def _check_condition(condition: Any) -> None:
+    """A ``where`` condition is a bool tensor (or numpy array): PyTorch refuses any other dtype."""
+    if not isinstance(condition, (Tensor, np.ndarray)):
+        raise TypeError(f"where(): argument 'condition' must be Tensor, not {type_name(condition)}")
+    if condition.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{condition.dtype}")
+
+
+def _check_operands(op: str, a: Any, b: Any) -> None:
+    """Refuse operands that are no tensor, array or number (None, a string, a list), as PyTorch does."""
+    for name, value in (("input", a), ("other", b)):
+        if value is None or isinstance(value, (str, bytes, list, tuple, dict, set)):
+            raise TypeError(f"{op}(): argument '{name}' must be Tensor or Number, not {type_name(value)}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._checks import check_tensor
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -91,11 +92,20 @@ def _same_dtype(op: str, first: Any, second: Any, names: tuple[str, str], fix: s
 
 
 def matmul(a: Any, b: Any) -> Tensor:
+    check_tensor("matmul", "input", a)
+    check_tensor("matmul", "other", b)
     _same_dtype("matmul", a, b, ("the first operand", "the second"), "convert one, e.g. b.to(a.dtype)")
     return MatMul.apply(a, b)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    check_tensor("linear", "input", x)
+    check_tensor("linear", "weight", weight)
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape {tuple(weight.shape)}")
+    if bias is not None and tuple(check_tensor("linear", "bias", bias).shape) != (weight.shape[0],):
+        raise ValueError(f"linear: bias must have shape (out_features,) = ({weight.shape[0]},), got "
+                         f"{tuple(bias.shape)}")
     _same_dtype("linear", x, weight, ("the input", "the weight"),
                 "convert the input (x.float(), x.double()) or the layer (layer.to(x.dtype))")
     return Linear.apply(x, weight, bias)

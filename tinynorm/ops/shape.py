@@ -11,6 +11,8 @@ import math
 import operator
 from typing import Any, Sequence
 
+from .. import dtypes
+from .._checks import check_tensor, type_name
 from ..autograd.function import Context, Function
 from ..backends import get_backend, is_basic_index
 from ..tensor import Tensor, on_device, tensor
@@ -208,6 +210,9 @@ def to_device(x: Tensor, device: str) -> Tensor:
 
 def _target_shape(x: Tensor, shape: Sequence[int], op: str) -> tuple[int, ...]:
     """``shape`` with its one -1 filled in, checked against ``x``'s number of elements (PyTorch's errors)."""
+    check_tensor(op, "input", x)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'shape' must be a tuple of ints, not {type_name(shape)}")
     try:
         shape = tuple(operator.index(n) for n in shape)
     except TypeError:
@@ -235,16 +240,20 @@ def view(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    check_tensor("flatten", "input", x)
+    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
-    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape
-    return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
+    return reshape(x, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
 
 
 def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
+    check_tensor("permute", "input", x)
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"permute(): argument 'dims' must be a tuple of ints, not {type_name(dims)}")
     dims = tuple(dims)
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(): number of dims don't match: the tensor has {x.ndim} dims, but dims "
@@ -254,8 +263,11 @@ def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    check_tensor("transpose", "input", x)
     dims = list(range(x.ndim))
     a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
+    if x.ndim == 0:  # dims 0 and -1 name the one "dim" of a scalar
+        return Permute.apply(x, ())
     dims[a], dims[b] = dims[b], dims[a]
     return Permute.apply(x, tuple(dims))
 
@@ -268,12 +280,14 @@ def t(x: Tensor) -> Tensor:
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    check_tensor("unsqueeze", "input", x)
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
+    check_tensor("squeeze", "input", x)
     if dim is None:
         return reshape(x, tuple(n for n in x.shape if n != 1))
     dims = normalize_dims(dim, x.ndim, "squeeze")
@@ -324,6 +338,8 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     the given list of sizes."""
     d = normalize_dim(dim, x.ndim, "split")
     size = x.shape[d]
+    if not isinstance(split_size_or_sections, (list, tuple)):
+        split_size_or_sections = _int_argument("split", "split_size_or_sections", split_size_or_sections)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and not (step == 0 and size == 0):
@@ -343,10 +359,21 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as PyTorch."""
+    chunks = _int_argument("chunk", "chunks", chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, x.ndim, "chunk")
     return split(x, max(-(-x.shape[d] // chunks), 1), d)
+
+
+def _int_argument(op: str, name: str, value: Any) -> int:
+    """``value`` as an int (a Python or numpy integer, not a bool), or PyTorch's ``TypeError``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be an int, got {value!r} ({type_name(value)})") from None
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
@@ -401,16 +428,15 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
+    tensors = _tensor_sequence("cat", tensors)
+    flat = next((position for position, t in enumerate(tensors) if t.ndim == 0), None)
+    if flat is not None:
+        raise RuntimeError(f"cat(): zero-dimensional tensor (at position {flat}) cannot be concatenated")
     return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
+    tensors = _tensor_sequence("stack", tensors)
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
@@ -418,7 +444,21 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([unsqueeze(t, d) for t in tensors], dim=d)
 
 
+def _tensor_sequence(op: str, tensors: Any) -> list[Tensor]:
+    """``tensors`` (a list or tuple of tensors, not empty) as a list; PyTorch's errors otherwise."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not {type_name(tensors)}")
+    if not tensors:
+        raise RuntimeError(f"{op}(): expects a non-empty TensorList (got an empty {type(tensors).__name__})")
+    for position, item in enumerate(tensors):
+        if not isinstance(item, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {position} in argument 'tensors', but got "
+                            f"{type_name(item)}")
+    return list(tensors)
+
+
 def cast(x: Tensor, dtype: Any) -> Tensor:
+    dtype = dtypes.as_dtype(dtype)
     if dtype.kind != "f" and x.requires_grad:
         return Tensor._from_array(x.array.astype(dtype), x.device)
     return Cast.apply(x, dtype)

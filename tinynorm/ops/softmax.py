@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._checks import check_tensor
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .dims import normalize_dim
@@ -60,10 +61,12 @@ class LogSoftmax(Function):
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    check_tensor("softmax", "input", x)
     d = normalize_dim(dim, x.ndim, "softmax")
     return Softmax.apply(x, d)
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    check_tensor("log_softmax", "input", x)
     d = normalize_dim(dim, x.ndim, "log_softmax")
     return LogSoftmax.apply(x, d)

@@ -33,6 +33,9 @@ class Optimizer:
                 f"params must be an ordered iterable of tensors or of dicts, got a {type(params).__name__}; "
                 "pass [tensor] or model.parameters()"
             )
+        if not isinstance(params, Iterable) or isinstance(params, (str, bytes, dict)):
+            raise TypeError(f"params must be an iterable of tensors or of dicts (parameter groups), got "
+                            f"{type(params).__name__}; pass model.parameters()")
         self.defaults = dict(defaults)
         self.param_groups: list[ParamGroup] = []
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
@@ -104,6 +107,9 @@ class Optimizer:
         All gradients are checked before any parameter changes, so a bad one leaves the model as it was.
         """
         loss = None
+        if closure is not None and not callable(closure):
+            raise TypeError(f"{type(self).__name__}.step: closure must be a function returning the loss, got "
+                            f"{type(closure).__name__}")
         if closure is not None:
             with enable_grad():
                 loss = closure()

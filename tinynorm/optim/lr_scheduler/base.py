@@ -73,6 +73,7 @@ class LRScheduler:
         """Advance one step (or, deprecated, jump to ``epoch``) and write the new lrs into the
         optimizer's parameter groups. If computing them fails, nothing changes."""
         if epoch is not None:
+            check_real(f"{type(self).__name__}.step", "epoch", epoch)
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self._step_count += 1
         try:

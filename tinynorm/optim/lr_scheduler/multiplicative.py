@@ -95,6 +95,8 @@ class MultiStepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
+        if not isinstance(milestones, Iterable) or isinstance(milestones, (str, bytes)):
+            raise TypeError(f"MultiStepLR: milestones must be a list of ints, got {milestones!r}")
         milestones = list(milestones)
         for milestone in milestones:
             if isinstance(milestone, bool) or not isinstance(milestone, int):

@@ -25,6 +25,10 @@ COLLATE_ERROR = ("default_collate: batch must contain tensors, numpy arrays, num
 
 def default_collate(batch: Sequence[Any]) -> Any:
     """Collate ``batch`` (a list of samples of one structure) into a batch of that structure."""
+    if not isinstance(batch, Sequence) or isinstance(batch, (str, bytes)):
+        raise TypeError(f"default_collate: batch must be a list of samples, got {type(batch).__name__}")
+    if not batch:
+        raise ValueError("default_collate: the batch is empty (no samples to collate)")
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)

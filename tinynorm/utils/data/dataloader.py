@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...random import Generator, numpy_generator
@@ -52,6 +52,16 @@ class DataLoader:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers option should be a non-negative int, got {num_workers!r}; "
                              "use num_workers=0 to disable multiprocessing")
+        _check_dataset(dataset)
+        for name, value in (("collate_fn", collate_fn), ("worker_init_fn", worker_init_fn)):
+            if value is not None and not callable(value):
+                raise TypeError(f"DataLoader: {name} must be a function or None, got {type(value).__name__}")
+        for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
+            if value is not None and not isinstance(value, Iterable):
+                raise TypeError(f"DataLoader: {name} must be an iterable of indices (a Sampler), got "
+                                f"{type(value).__name__}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"DataLoader: timeout must be a number of seconds, got {timeout!r}")
         if timeout < 0:
             raise ValueError(f"DataLoader: timeout option should be non-negative, got {timeout!r}")
         if num_workers == 0 and prefetch_factor is not None:
@@ -145,6 +155,14 @@ class DataLoader:
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             return length
         return len(self._index_sampler)
+
+
+def _check_dataset(dataset: Any) -> None:
+    """A dataset is indexable with a length (map-style) or iterable (an ``IterableDataset`` or any iterable)."""
+    map_style = hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")
+    if not (map_style or isinstance(dataset, Iterable)) or isinstance(dataset, (str, bytes)):
+        raise TypeError(f"DataLoader: dataset must be a Dataset (with __getitem__ and __len__) or an "
+                        f"IterableDataset, got {type(dataset).__name__}")
 
 
 class _SingleProcessIterator:

@@ -10,6 +10,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from ...random import Generator
 from ...sampling import randperm
 from ...tensor import Tensor
@@ -137,7 +139,14 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
     ``floor(len * fraction)`` samples, and the remainder is dealt one by one from the first split on,
     as in PyTorch. The permutation comes from ``generator`` (the global generator by default).
     """
+    if not isinstance(lengths, Sequence) or isinstance(lengths, (str, bytes)):
+        raise TypeError(f"random_split: lengths must be a list of ints or fractions, got {type(lengths).__name__}")
     lengths = list(lengths)
+    for i, n in enumerate(lengths):
+        if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)):
+            raise TypeError(f"random_split: lengths[{i}] must be an int or a fraction, got {n!r} ({type(n).__name__})")
+    if not hasattr(dataset, "__len__"):
+        raise TypeError(f"random_split: dataset must have a length (a map-style Dataset), got {type(dataset).__name__}")
     total = len(dataset)  # type: ignore[arg-type]
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         sizes = []

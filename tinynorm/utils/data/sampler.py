@@ -131,9 +131,9 @@ class BatchSampler(Sampler):
     def __init__(self, sampler: Sampler | Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not _is_int(batch_size) or batch_size <= 0:
             raise ValueError(f"BatchSampler: batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+                             f"batch_size={batch_size!r}")
         if not isinstance(drop_last, bool):
-            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got drop_last={drop_last}")
+            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got drop_last={drop_last!r}")
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.drop_last = drop_last
