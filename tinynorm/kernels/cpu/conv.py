@@ -28,7 +28,9 @@ the CUDA kernels.
 from __future__ import annotations
 
 import functools
+import math
 import operator
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,6 +44,8 @@ _FLOAT_DTYPES = (np.float32, np.float64)
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 # Elements of ``cols`` per chunk of samples: 256K float32 values, 1 MiB, about half of a core's L2.
 CHUNK_ELEMENTS = 1 << 18
+# Work arrays up to this many elements are kept for reuse between calls (see _scratch).
+SCRATCH_LIMIT = 1 << 21
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -243,6 +247,28 @@ def _chunks(samples: int, per_sample: int) -> range:
     return range(0, samples, max(1, CHUNK_ELEMENTS // per_sample))
 
 
+_scratch_buffers = threading.local()
+
+
+def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous work array of ``shape``, reused from call to call (one per thread, name and dtype).
+
+    A fresh buffer of 1 MiB costs its page faults on every call, which on this virtual machine made
+    filling a chunk's ``cols`` 4x slower (0.99 against 0.24 ms at 64x16x8x8). Arrays above
+    SCRATCH_LIMIT (one sample of a large image) are allocated afresh, so no thread keeps them alive.
+    """
+    size = math.prod(shape)
+    if size > SCRATCH_LIMIT:
+        return np.empty(shape, dtype=dtype)
+    buffers = getattr(_scratch_buffers, "by_name", None)
+    if buffers is None:
+        buffers = _scratch_buffers.by_name = {}
+    buffer = buffers.get((name, dtype))
+    if buffer is None or buffer.size < size:
+        buffer = buffers[(name, dtype)] = np.empty(size, dtype=dtype)
+    return buffer[:size].reshape(shape)
+
+
 def _grouped(matrix: np.ndarray, groups: int) -> np.ndarray:
     """(rows, cols) to (groups, rows / groups, cols): the block of each group of channels."""
     return matrix.reshape(groups, matrix.shape[0] // groups, matrix.shape[1])
@@ -289,10 +315,11 @@ def conv2d_forward(
     chunks = _chunks(x.shape[0], rows * plan.per_sample)
     for n0 in chunks:
         columns = min(chunks.step, x.shape[0] - n0) * plan.per_sample
-        cols = np.empty((rows, columns), dtype=x.dtype)
+        cols = _scratch("cols", (rows, columns), x.dtype)
         grid_columns(grid, cols, n0, plan)
-        product = np.matmul(weights, _grouped(cols, groups)).reshape(out_channels, columns)
-        outputs(product, y, bias, n0, plan)
+        product = _scratch("product", (groups, out_channels // groups, columns), x.dtype)
+        np.matmul(weights, _grouped(cols, groups), out=product)
+        outputs(product.reshape(out_channels, columns), y, bias, n0, plan)
     return y, grid
 
 
@@ -370,15 +397,16 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
     chunks = _chunks(shape[0], rows * plan.per_sample)
     for n0 in chunks:
         columns = min(chunks.step, shape[0] - n0) * plan.per_sample
-        cols = np.empty((rows, columns), dtype=dy.dtype)
+        cols = _scratch("cols", (rows, columns), dy.dtype)
         grid_columns(grid, cols, n0, plan)
-        grid_dy = np.empty((out_channels, columns), dtype=dy.dtype)
+        grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
         output_grads(dy, grid_dy, n0, plan)
         grid_dy = _grouped(grid_dy, groups)
         dweight += np.matmul(grid_dy, _grouped(cols, groups).transpose(0, 2, 1))
         if dgrid is not None:
-            dcols = np.matmul(weights.transpose(0, 2, 1), grid_dy).reshape(rows, columns)
-            add_grid_columns(dcols, dgrid, n0, plan)
+            dcols = _scratch("cols", (groups, rows // groups, columns), dy.dtype)  # cols is no longer needed
+            np.matmul(weights.transpose(0, 2, 1), grid_dy, out=dcols)
+            add_grid_columns(dcols.reshape(rows, columns), dgrid, n0, plan)
     return (None if dgrid is None else from_grid(dgrid, shape, plan)), dweight
 
 
