@@ -85,6 +85,8 @@ def _backend_options(xp: Any, pads: tuple[int, int, int, int], dilation: tuple[i
 class Conv2d(Function):
     """2-D cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw), plus an optional bias."""
 
+    backward_name = "ConvolutionBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, stride: tuple[int, int],
                 pads: tuple[int, int, int, int], dilation: tuple[int, int], groups: int, padding_mode: str) -> Any:
@@ -179,6 +181,8 @@ def padded_convolution(x: Tensor, weight: Tensor, bias: Tensor | None, stride: A
 
 
 class MaxPool2d(Function):
+    backward_name = "MaxPool2DWithIndicesBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
         y, argmax = ctx.xp.max_pool2d_forward(x, kernel_size, stride, padding)
@@ -193,6 +197,8 @@ class MaxPool2d(Function):
 
 
 class AvgPool2d(Function):
+    backward_name = "AvgPool2DBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
         ctx.x_shape, ctx.geometry = x.shape, (kernel_size, stride, padding)

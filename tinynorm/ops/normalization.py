@@ -56,6 +56,8 @@ def _flat(param: Any, dtype: Any) -> Any:
 
 
 class LayerNorm(Function):
+    backward_name = "NativeLayerNormBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, normalized_ndim: int, eps: float) -> Any:
         cols = math.prod(x.shape[x.ndim - normalized_ndim:])
@@ -74,6 +76,8 @@ class LayerNorm(Function):
 
 
 class RMSNorm(Function):
+    backward_name = "RmsNormBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, normalized_ndim: int, eps: float) -> Any:
         cols = math.prod(x.shape[x.ndim - normalized_ndim:])
@@ -92,6 +96,8 @@ class RMSNorm(Function):
 
 
 class GroupNorm(Function):
+    backward_name = "NativeGroupNormBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, num_groups: int, eps: float) -> Any:
         x3 = kernel_data(ctx.xp, as_3d(x))
@@ -117,6 +123,9 @@ class BatchNorm(Function):
     running statistics, constants, and the layer is a per-channel affine map. ``mean`` and ``rstd`` are
     in the statistics dtype of ``x`` (:func:`stat_dtype`).
     """
+
+    backward_name = "NativeBatchNormBackward0"
+
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool) -> Any:
