@@ -124,7 +124,8 @@ def _check_conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | Non
                            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
     for name, other in (("weight", weight), ("bias", bias)):
         if other is not None and other.dtype != x.dtype:
-            raise RuntimeError(f"{op}: input type ({x.dtype}) and {name} type ({other.dtype}) should be the same")
+            raise RuntimeError(f"{op}: input type ({x.dtype}) and {name} type ({other.dtype}) should be the same: "
+                               "convert the input (x.float(), x.double()) or the layer (layer.to(x.dtype))")
 
 
 def _convolution(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Padding,

@@ -78,16 +78,8 @@ def _window_geometry(
 ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
     """Validate a sliding window over an ``h x w`` input; return kernel, stride, padding and output size pairs."""
     kernel = _pair(kernel_size, "kernel_size", 1)
-    strides = _pair(stride, "stride", 1)
-    pads = _pair(padding, "padding", 0)
-    padded_h, padded_w = h + 2 * pads[0], w + 2 * pads[1]
-    if kernel[0] > padded_h or kernel[1] > padded_w:
-        raise ValueError(
-            f"kernel_size {kernel} is larger than the padded input ({padded_h}, {padded_w}) "
-            f"(input ({h}, {w}), padding {pads})"
-        )
-    out_size = ((padded_h - kernel[0]) // strides[0] + 1, (padded_w - kernel[1]) // strides[1] + 1)
-    return kernel, strides, pads, out_size
+    geometry = conv2d_geometry((1, 1, h, w), (1, 1, *kernel), stride, _pair(padding, "padding", 0))
+    return geometry.kernel, geometry.stride, geometry.padding[::2], geometry.out_size
 
 
 def _check_shape(shape: tuple[int, ...], name: str) -> tuple[int, int, int, int]:
@@ -130,8 +122,9 @@ def conv2d_geometry(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], str
     span = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel))
     if span[0] > padded[0] or span[1] > padded[1]:
         spanned = "" if dilations == (1, 1) else f" with dilation {dilations} spans {span} and"
+        sides = pads[::2] if pads[::2] == pads[1::2] else f"{pads} (top, bottom, left, right)"
         raise ValueError(f"kernel_size {kernel}{spanned} is larger than the padded input {padded} "
-                         f"(input {tuple(x_shape[2:])}, padding {pads} (top, bottom, left, right))")
+                         f"(input {tuple(x_shape[2:])}, padding {sides})")
     out_size = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, strides))
     return ConvGeometry(kernel, strides, pads, dilations, int(groups), out_size)  # type: ignore[arg-type]
 
@@ -208,7 +201,8 @@ def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype, groups: 
     weight = _check_input(weight, "weight")
     if weight.shape[1] * groups != x_channels:
         raise ValueError(
-            f"weight expects {weight.shape[1] * groups} input channels (shape {weight.shape}, groups={groups}), "
+            f"weight expects {weight.shape[1] * groups} input channels (shape {weight.shape}"
+            f"{'' if groups == 1 else f', groups={groups}'}), "
             f"but the input has {x_channels} channels"
         )
     if weight.shape[0] % groups:
