@@ -70,6 +70,22 @@ def test_module_gradcheck(spec, kwargs, shape):
     assert gradcheck(lambda inp, *params: module(inp), (x, *module.parameters()))
 
 
+def test_half_precision_computes_in_float32_and_rounds_like_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = make_pair(torch, ("Conv2d", 3, 4, 3), {"padding": 1}, np.float32)
+    ours.to(tn.float16), theirs.half()
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float16)
+    xt, tx = tn.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, ty = ours(xt), theirs(tx)
+    dy = rng.standard_normal(tuple(ty.shape)).astype(np.float16)
+    y.backward(tn.tensor(dy))
+    ty.backward(torch.tensor(dy))
+    for a, b in ((y, ty), (xt.grad, tx.grad), (ours.weight.grad, theirs.weight.grad), (ours.bias.grad, theirs.bias.grad)):
+        assert a.dtype == tn.float16
+        np.testing.assert_allclose(a.numpy().astype(np.float32), b.detach().numpy().astype(np.float32),
+                                   rtol=4e-3, atol=4e-3 * np.abs(b.detach().numpy()).max())
+
+
 def test_functional_matches_torch():
     torch = pytest.importorskip("torch")
     x, w, b = rng.standard_normal((2, 4, 6, 7)), rng.standard_normal((6, 2, 3, 3)), rng.standard_normal(6)
@@ -147,6 +163,8 @@ def test_constructor_errors_match_torch(make, error, message):
      r"input type \(float64\) and weight type \(float32\) should be the same: .*layer.to\(x.dtype\)"),
     (lambda: F.conv2d(tn.zeros(1, 3, 8, 8), tn.zeros(4, 3, 3, 3), tn.zeros(4, dtype=tn.float64)),
      r"input type \(float32\) and bias type \(float64\) should be the same"),
+    (lambda: F.conv2d(tn.zeros(1, 3, 5, 5, dtype=tn.int64), tn.zeros(4, 3, 3, 3, dtype=tn.int64)),
+     r"conv2d: input of dtype int64 is not supported: convolutions take float16, float32 or float64"),
 ])
 def test_call_errors_match_torch(call, message):
     with pytest.raises(RuntimeError, match=message):

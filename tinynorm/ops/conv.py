@@ -12,6 +12,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -82,8 +83,17 @@ def _backend_options(xp: Any, pads: tuple[int, int, int, int], dilation: tuple[i
     return {"padding": (pads[0], pads[2])}
 
 
+def _cast(array: Any, dtype: Any) -> Any:
+    """``array`` in ``dtype``, copied only when it is not in it already (None stays None)."""
+    return array if array is None or array.dtype == dtype else array.astype(dtype)
+
+
 class Conv2d(Function):
-    """2-D cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw), plus an optional bias."""
+    """2-D cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw), plus an optional bias.
+
+    The kernels compute in float32 or float64; float16 tensors are convolved in float32 and the results
+    rounded to float16 (as PyTorch's CPU convolution accumulates half precision in float32).
+    """
 
     backward_name = "ConvolutionBackward0"
 
@@ -91,18 +101,21 @@ class Conv2d(Function):
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, stride: tuple[int, int],
                 pads: tuple[int, int, int, int], dilation: tuple[int, int], groups: int, padding_mode: str) -> Any:
         options = _backend_options(ctx.xp, pads, dilation, groups, padding_mode)
-        y, saved = ctx.xp.conv2d_forward(x, weight, bias, stride=stride, **options)
+        ctx.dtype, compute = x.dtype, (dtypes.float32 if x.dtype == dtypes.float16 else x.dtype)
+        y, saved = ctx.xp.conv2d_forward(_cast(x, compute), _cast(weight, compute), _cast(bias, compute),
+                                         stride=stride, **options)
         ctx.save_for_backward(saved, weight)
         ctx.x_shape, ctx.stride, ctx.options = x.shape, stride, options
-        return y
+        return _cast(y, ctx.dtype)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         saved, weight = ctx.saved_tensors
         need_x, _, need_bias = ctx.needs_input_grad[:3]
-        dx, dweight, dbias = ctx.xp.conv2d_backward(grad, saved, ctx.x_shape, weight, stride=ctx.stride,
-                                                    needs_input_grad=need_x, **ctx.options)
-        return dx, dweight, (dbias if need_bias else None)
+        compute = saved.dtype
+        dx, dweight, dbias = ctx.xp.conv2d_backward(_cast(grad, compute), saved, ctx.x_shape, _cast(weight, compute),
+                                                    stride=ctx.stride, needs_input_grad=need_x, **ctx.options)
+        return _cast(dx, ctx.dtype), _cast(dweight, ctx.dtype), (_cast(dbias, ctx.dtype) if need_bias else None)
 
 
 def _check_conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int) -> None:
@@ -122,6 +135,9 @@ def _check_conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | Non
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    if x.dtype not in (dtypes.float16, dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"{op}: input of dtype {x.dtype} is not supported: convolutions take float16, float32 or "
+                           "float64 tensors; convert the input with x.float() (and the layer with layer.float())")
     for name, other in (("weight", weight), ("bias", bias)):
         if other is not None and other.dtype != x.dtype:
             raise RuntimeError(f"{op}: input type ({x.dtype}) and {name} type ({other.dtype}) should be the same: "
