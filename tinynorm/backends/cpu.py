@@ -60,7 +60,8 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     zeros_like,
 )
 
-from ..kernels.cpu.activations import erf, gelu, gelu_backward  # noqa: F401
+from ..kernels.cpu.activations import erf  # noqa: F401
+from ..kernels.cpu.gelu import gelu, gelu_backward  # noqa: F401
 from ..kernels.cpu.batch_norm import (  # noqa: F401
     batch_norm_backward,
     batch_norm_backward_elemt,
