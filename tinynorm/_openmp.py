@@ -38,6 +38,10 @@ def foreign_openmp_loaded() -> bool:
 # isolated from it), 'plain', or 'skipped' (another threading layer is configured, omppool was already
 # loaded, the platform has no RTLD_DEEPBIND, or there is no libgomp).
 layer_load: str | None = None
+# Whether configure() set GOMP_SPINCOUNT itself (nothing was set), and whether PyTorch was imported
+# before tinynorm (then its OpenMP runtime read the environment before tinynorm could set anything).
+spin_set_by_tinynorm = False
+torch_imported_first = False
 
 
 def configure() -> None:
@@ -49,9 +53,11 @@ def configure() -> None:
     (LayerNorm 64x1024: 106 us against 20 us). A short spin keeps both: 18 us and a 7.5 ms step quiet,
     ~9 ms loaded. Your own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
     """
-    global layer_load
+    global layer_load, spin_set_by_tinynorm, torch_imported_first
+    torch_imported_first = "torch" in sys.modules
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = "3000"
+        spin_set_by_tinynorm = True
     layer_load = _load_openmp_layer()
 
 
@@ -87,7 +93,9 @@ def threading_settings() -> dict[str, object]:
         "numba_threads": numba.get_num_threads(),
         "numba_threading_layer": layer,
         "openmp_layer_load": layer_load,
+        "torch_imported_first": torch_imported_first,
         "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),
+        "GOMP_SPINCOUNT_set_by_tinynorm": spin_set_by_tinynorm,
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
     }
