@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from tinynorm.kernels.cpu import conv
 from tinynorm.kernels.cpu.conv import col2im, conv2d_backward, conv2d_forward, conv2d_output_size, im2col
 from tinynorm.kernels.cpu.pool import (
     avg_pool2d_backward,
@@ -192,7 +193,8 @@ def test_conv2d_matches_torch(case):
 
 
 # (N, C, O, H, W, kernel, stride, (top, bottom, left, right), dilation, groups): the options beyond the
-# classic ones; the last is big enough for the parallel kernels and several sample chunks.
+# classic ones; the last is big enough for the parallel kernels. Each runs one sample per chunk
+# (CHUNK_ELEMENTS made small), so the chunk offsets and the dweight sums over chunks are checked.
 GENERAL_CASES = [
     (2, 4, 6, 9, 8, (3, 2), (2, 1), (1, 0, 2, 1), (2, 1), 2),
     (3, 6, 6, 7, 7, 3, 1, (1, 1, 1, 1), (1, 3), 6),
@@ -236,7 +238,9 @@ def ref_general_conv2d(x, weight, bias, stride, pads, dilation, groups):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", GENERAL_CASES)
-def test_dilated_grouped_asymmetric_conv2d_matches_reference(case, dtype):
+def test_dilated_grouped_asymmetric_conv2d_matches_reference(case, dtype, monkeypatch):
+    for name in ("CHUNK_ELEMENTS", "SERIAL_CHUNK_ELEMENTS"):
+        monkeypatch.setattr(conv, name, 512)  # one sample per chunk
     n, c, o, h, w, kernel_size, stride, pads, dilation, groups = case
     rng = np.random.default_rng(9)
     x = rng.standard_normal((n, c, h, w)).astype(dtype)

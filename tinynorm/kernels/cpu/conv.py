@@ -10,12 +10,20 @@ Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
 - ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
   instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
   (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
-- Samples go through in chunks whose ``cols`` fit in the L2 cache (about 1 MiB), so ``cols`` is written
-  and read there and never reaches main memory; the backward rebuilds each chunk's ``cols`` from the
-  saved grid instead of keeping a 9x copy of the input alive between forward and backward.
+- Samples go through in chunks. With one thread, a chunk's ``cols`` fit in the L2 cache (1 MiB), so
+  they are written and read there. With more, chunks of up to 16 MiB make few, large GEMMs: each GEMM
+  call hands work to OpenBLAS's thread pool and back, whose threads then spin and compete with the
+  parallel kernels around it, and with 1 MiB chunks (one sample at 28x28) that dominated. Forward +
+  backward of 32x32x28x28 -> 32 at 2 threads on a loaded machine, CPU time over PyTorch's: 6.2 with
+  1 MiB chunks, 2.7 with 4 MiB, 1.1 with 16 MiB; at 1 thread 1.5, 1.8, 2.3. The backward rebuilds each
+  chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the input alive between forward
+  and backward.
 - The output copy adds the bias and writes NCHW directly; the backward's two GEMMs per chunk give
-  ``dweight += dy_grid @ cols^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
-  additions (col2im) and onto the input by the adjoint of the grid split.
+  ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
+  additions (col2im) and onto the input by the adjoint of the grid split. ``dweight`` is computed
+  transposed because OpenBLAS threads a long-K product with few rows badly: ``dy_grid @ cols^T``
+  (32 x 27k @ 27k x 288) took 108 ms of CPU at 2 threads against 16 ms for ``cols @ dy_grid^T``, and
+  12 against 8 ms at 1 thread.
 - 1x1 convolutions with stride 1 and no padding skip the grid: ``weight @ x[n]`` per sample.
 
 ``padding_mode`` 'reflect', 'replicate' and 'circular' pad the input explicitly first (as PyTorch does);
@@ -33,6 +41,7 @@ import operator
 import threading
 from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 
 from .conv_grid import GridPlan, add_grid_columns, from_grid, grid_columns, output_grads, outputs, to_grid
@@ -42,10 +51,12 @@ Padding = IntPair | tuple[int, int, int, int]
 
 _FLOAT_DTYPES = (np.float32, np.float64)
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-# Elements of ``cols`` per chunk of samples: 256K float32 values, 1 MiB, about half of a core's L2.
-CHUNK_ELEMENTS = 1 << 18
-# Work arrays up to this many elements are kept for reuse between calls (see _scratch).
-SCRATCH_LIMIT = 1 << 21
+# Elements of ``cols`` per chunk of samples (see the module docstring): 256K float32 values (1 MiB, about
+# half of a core's L2) with one thread, 4M (16 MiB) with more.
+SERIAL_CHUNK_ELEMENTS = 1 << 18
+CHUNK_ELEMENTS = 1 << 22
+# Work arrays up to this many elements are kept for reuse between calls (see _scratch): a chunk's.
+SCRATCH_LIMIT = CHUNK_ELEMENTS
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -237,8 +248,9 @@ def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: In
 
 
 def _chunks(samples: int, per_sample: int) -> range:
-    """First sample of each chunk whose ``cols`` hold about CHUNK_ELEMENTS values (at least one sample)."""
-    return range(0, samples, max(1, CHUNK_ELEMENTS // per_sample))
+    """First sample of each chunk whose ``cols`` hold about (SERIAL_)CHUNK_ELEMENTS values (at least one sample)."""
+    elements = CHUNK_ELEMENTS if numba.get_num_threads() > 1 else SERIAL_CHUNK_ELEMENTS
+    return range(0, samples, max(1, elements // per_sample))
 
 
 _scratch_buffers = threading.local()
@@ -249,7 +261,8 @@ def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
     A fresh buffer of 1 MiB costs its page faults on every call, which on this virtual machine made
     filling a chunk's ``cols`` 4x slower (0.99 against 0.24 ms at 64x16x8x8). Arrays above
-    SCRATCH_LIMIT (one sample of a large image) are allocated afresh, so no thread keeps them alive.
+    SCRATCH_LIMIT (a chunk of one sample of a large image) are allocated afresh, so no thread keeps more
+    than a chunk's ``cols`` and GEMM product alive (at most 32 MiB of float32).
     """
     size = math.prod(shape)
     if size > SCRATCH_LIMIT:
@@ -396,7 +409,7 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
         grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
         output_grads(dy, grid_dy, n0, plan)
         grid_dy = _grouped(grid_dy, groups)
-        dweight += np.matmul(grid_dy, _grouped(cols, groups).transpose(0, 2, 1))
+        dweight += np.matmul(_grouped(cols, groups), grid_dy.transpose(0, 2, 1)).transpose(0, 2, 1)
         if dgrid is not None:
             dcols = _scratch("cols", (groups, rows // groups, columns), dy.dtype)  # cols is no longer needed
             np.matmul(weights.transpose(0, 2, 1), grid_dy, out=dcols)
