@@ -193,8 +193,10 @@ def write_json(path: str | os.PathLike, payload: dict, threading: dict | None = 
 
 
 # ------------------------------------------------------------ process set-up
-def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int) -> None:
-    """The options every benchmark takes."""
+def make_parser(name: str, doc: str, repeat: int) -> argparse.ArgumentParser:
+    """The parser of ``tinynorm bench NAME`` (its description: ``doc``'s first line) with the options
+    every benchmark takes; add a benchmark's own before :func:`parse`."""
+    parser = argparse.ArgumentParser(prog=f"tinynorm bench {name}", description=doc.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases and samples")
     parser.add_argument("--out", default=f"results/bench_{name}.json", help="JSON output (default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=repeat, help="timing samples per case (the median is kept)")
@@ -204,13 +206,20 @@ def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int) -> No
                         help="'cpu' counts this process's CPU time: steadier on a busy machine, needs --threads 1")
     parser.add_argument("--order", choices=ORDERS, default="torch-first",
                         help="import PyTorch before tinynorm (as a script comparing the two does) or after")
+    return parser
 
 
-def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, module: str) -> tuple[argparse.Namespace, int | None]:
+    """Parse and check ``argv`` (default: the command line); run ``module`` again in a fresh process when
+    it must import PyTorch in another order (see :func:`rerun_in_import_order`). Returns the arguments and
+    that process's exit status (None: the benchmark runs here)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
     if args.clock == "cpu" and args.threads != 1:
         parser.error("--clock cpu needs --threads 1 (idle worker threads spinning would count as work)")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be a positive integer, got {args.threads}")
+    return args, rerun_in_import_order(module, argv, args.order)
 
 
 def torch_installed() -> bool:

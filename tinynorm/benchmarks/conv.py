@@ -16,7 +16,6 @@ Run: ``tinynorm bench conv [--quick] [--threads N] [--clock wall|cpu] [--repeat 
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,12 +97,8 @@ def measure_conv(case: ConvCase, repeat: int, clock: Callable[[], float]) -> lis
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="tinynorm bench conv", description=__doc__.splitlines()[0])
-    common.add_arguments(parser, "conv", repeat=9)
-    args = parser.parse_args(argv)
-    common.check_arguments(parser, args)
-    child = common.rerun_in_import_order("tinynorm.benchmarks.conv", argv, args.order)
+    parser = common.make_parser("conv", __doc__, repeat=9)
+    args, child = common.parse(parser, argv, "tinynorm.benchmarks.conv")
     if child is not None:
         return child
     torch = common.import_torch()

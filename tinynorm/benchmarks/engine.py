@@ -12,7 +12,6 @@ Run: ``tinynorm bench engine [--threads N] [--clock wall|cpu] [--repeat 15] [--o
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -84,12 +83,8 @@ def measure(torch: Any, repeat: int, clock: Callable[[], float]) -> list[dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="tinynorm bench engine", description=__doc__.splitlines()[0])
-    common.add_arguments(parser, "engine", repeat=15)
-    args = parser.parse_args(argv)
-    common.check_arguments(parser, args)
-    child = common.rerun_in_import_order("tinynorm.benchmarks.engine", argv, args.order)
+    parser = common.make_parser("engine", __doc__, repeat=15)
+    args, child = common.parse(parser, argv, "tinynorm.benchmarks.engine")
     if child is not None:
         return child
     torch = common.import_torch()

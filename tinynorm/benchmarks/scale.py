@@ -15,7 +15,6 @@ Run: ``tinynorm bench scale [--quick] [--plot] [--threads N] [--order torch-firs
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -68,14 +67,10 @@ def plot(rows: list[dict], path: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="tinynorm bench scale", description=__doc__.splitlines()[0])
-    common.add_arguments(parser, "scale", repeat=7)
+    parser = common.make_parser("scale", __doc__, repeat=7)
     parser.add_argument("--plot", action="store_true", help="also write a PNG next to the JSON")
     parser.add_argument("--smoke", action="store_true", help="one tiny model of each kind, one sample (a test)")
-    args = parser.parse_args(argv)
-    common.check_arguments(parser, args)
-    child = common.rerun_in_import_order("tinynorm.benchmarks.scale", argv, args.order)
+    args, child = common.parse(parser, argv, "tinynorm.benchmarks.scale")
     if child is not None:
         return child
     torch = common.import_torch()
