@@ -3,16 +3,11 @@
 A tensor type with reverse-mode autograd, PyTorch-style modules and optimizers, and normalization
 layers (BatchNorm, LayerNorm, RMSNorm, GroupNorm, InstanceNorm) on fused Numba kernels.
 """
-import os
+from . import _openmp
 
-# Numba's OpenMP threads and OpenBLAS's threads (numpy matmul) share the cores. An idle OpenMP thread
-# spins for a while before it sleeps: libgomp's default (300,000 spins) starves BLAS on a busy machine (a
-# SmallCNN step took 360 ms against 8 ms), while sleeping at once (OMP_WAIT_POLICY=passive) costs each
-# parallel kernel a ~50-100 us wake-up on a quiet one (LayerNorm 64x1024: 106 us against 20 us). A short
-# spin keeps both: 18 us and a 7.5 ms step quiet, ~9 ms loaded. Your own settings take precedence; they
-# must be in place before Numba starts its thread pool, i.e. before the first parallel kernel runs.
-if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-    os.environ["GOMP_SPINCOUNT"] = "3000"
+# Before any kernel runs: tinynorm's OpenMP spin default and Numba's OpenMP layer on its own runtime, so
+# that tinynorm's speed does not depend on what the process imported before it (see _openmp.py).
+_openmp.configure()
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)
 from . import autograd, cuda, data, distributed, models, nn, ops, optim

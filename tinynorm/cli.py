@@ -2,7 +2,7 @@
 
     tinynorm demo                       quick experiments + a short kernel benchmark -> results/report.md
     tinynorm experiment NAME [options]  one experiment, quick or full
-    tinynorm bench [NAME ...]           the benchmarks in benchmarks/ (norms, engine, conv, rnn)
+    tinynorm bench [NAME ...] [options] the benchmarks against PyTorch (tinynorm.benchmarks; norms, rnn)
 """
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from . import benchmarks
+
+# benchmark name on the command line -> module in tinynorm.benchmarks, or a script of the source checkout
+CHECKOUT_SCRIPTS = {name: Path(__file__).resolve().parent.parent / "benchmarks" / f"bench_{name}.py"
+                    for name in ("norms", "rnn")}
+BENCHMARKS = {**CHECKOUT_SCRIPTS, **benchmarks.BENCHMARKS}
+# which of --threads/--clock/--order a benchmark takes, where not all three
+SETTINGS_TAKEN = {"norms": (), "import-order": (), "rnn": ("threads", "clock")}
 
 # experiment name on the command line -> module in tinynorm.experiments
 EXPERIMENTS = {
@@ -25,8 +34,6 @@ EXPERIMENTS = {
     "half-precision": "half_precision",
     "sync-bn": "sync_bn",
 }
-BENCHMARKS = ("norms", "engine", "conv", "rnn")
-BENCHMARK_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, device: str, show_progress: bool) -> dict[str, Any]:
@@ -102,24 +109,35 @@ def _benchmark_table(path: Path) -> list[str]:
     return [note, ""] + markdown_table(columns, rows)
 
 
-def _run_benchmark(name: str, extra: list[str]) -> None:
-    script = BENCHMARK_DIR / f"bench_{name}.py"
+def _run_benchmark(name: str, argv: list[str]) -> int:
+    """Run one benchmark with command-line arguments ``argv``; its exit status."""
+    script = CHECKOUT_SCRIPTS.get(name)
+    if script is None:
+        return importlib.import_module(BENCHMARKS[name]).main(argv)
     if not script.exists():
-        raise SystemExit(f"tinynorm bench: {script} not found; the benchmarks ship with the source checkout")
+        raise SystemExit(f"tinynorm bench {name}: {script} not found; this benchmark ships with the source "
+                         f"checkout ({', '.join(benchmarks.BENCHMARKS)} run from the package)")
     saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script)] + extra
-    sys.path.insert(0, str(BENCHMARK_DIR))  # the scripts import their shared helpers from there
+    sys.argv = [str(script)] + argv
+    sys.path.insert(0, str(script.parent))  # the script imports its shared helpers from there
     try:
         runpy.run_path(str(script), run_name="__main__")
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
 
 
 def _bench_command(args: argparse.Namespace) -> int:
-    for name in args.which or BENCHMARKS:
+    status = 0
+    for name in args.which or list(BENCHMARKS):
         print(f"== benchmark {name}", flush=True)
-        _run_benchmark(name, ["--quick"] if args.quick else [])
-    return 0
+        argv = ["--out", str(Path(args.out) / f"bench_{name}.json")] + (["--quick"] if args.quick else [])
+        for option in SETTINGS_TAKEN.get(name, ("threads", "clock", "order")):
+            if getattr(args, option) is not None:
+                argv += [f"--{option}", str(getattr(args, option))]
+        argv += ["--plot"] if args.plot and name in ("norms", "scale") else []
+        status = max(status, _run_benchmark(name, argv))
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,11 +165,21 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
     experiment.set_defaults(run=_experiment_command)
 
-    bench = commands.add_parser("bench", help="run the benchmarks in benchmarks/",
-                                description="Run benchmarks (all by default); each prints a table and writes JSON "
-                                            "under benchmarks/out/.")
+    bench = commands.add_parser("bench", help="benchmarks against PyTorch (when installed)",
+                                description="Run benchmarks (all by default); each prints its threading settings "
+                                            "and a table, and writes OUT/bench_NAME.json. By default each library "
+                                            "runs with its own thread count and OpenMP settings, PyTorch imported "
+                                            "before tinynorm.")
     bench.add_argument("which", nargs="*", type=_benchmark_name, help=f"which benchmarks (default: all of {', '.join(BENCHMARKS)})")
-    bench.add_argument("--quick", action="store_true", help="a fast subset of shapes")
+    bench.add_argument("--quick", action="store_true", help="a fast subset of shapes and samples")
+    bench.add_argument("--out", default="results", help="folder for the JSON files (default: results)")
+    bench.add_argument("--threads", type=_positive_int, default=None,
+                       help="threads for Numba, PyTorch and BLAS alike (default: each library's own)")
+    bench.add_argument("--clock", choices=("wall", "cpu"), default=None,
+                       help="'cpu': this process's CPU time, steadier on a busy machine (needs --threads 1)")
+    bench.add_argument("--order", choices=("torch-first", "tinynorm-first"), default=None,
+                       help="import PyTorch before tinynorm (the default) or after")
+    bench.add_argument("--plot", action="store_true", help="also write the PNG plots (norms, scale)")
     bench.set_defaults(run=_bench_command)
     return parser
 

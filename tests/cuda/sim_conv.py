@@ -104,14 +104,15 @@ CONV_CASES = [
 def test_conv2d_matches_cpu_backend(rng, dtype, h, w, stride, padding, with_bias, need_x, transposed):
     x, weight = random(rng, (2, 3, h, w), dtype), random(rng, (4, 3, 3, 3), dtype)
     bias = random(rng, 4, dtype) if with_bias else None
-    y_ref, cols_ref = cpu.conv2d_forward(x, weight, bias, stride, padding)
+    y_ref, saved_ref = cpu.conv2d_forward(x, weight, bias, stride, padding)  # each backend saves its own layout
     y, cols = backend.conv2d_forward(device(x, transposed), device(weight),
                                      None if bias is None else device(bias), stride, padding)
     assert_close(y, y_ref)
-    assert_close(cols, cols_ref)
+    assert_close(cols, cpu_conv.im2col(x, 3, stride, padding))
 
     dy = random(rng, y_ref.shape, dtype)
-    dx_ref, dweight_ref, dbias_ref = cpu.conv2d_backward(dy, cols_ref, x.shape, weight, stride, padding, need_x)
+    dx_ref, dweight_ref, dbias_ref = cpu.conv2d_backward(dy, saved_ref, x.shape, weight, stride, padding,
+                                                         needs_input_grad=need_x)
     dx, dweight, dbias = backend.conv2d_backward(device(dy), cols, x.shape, device(weight), stride, padding, need_x)
     if need_x:
         assert_close(dx, dx_ref)
@@ -189,8 +190,6 @@ def _bad_calls():
         ("pool padding over half", lambda b, d: b.max_pool2d_forward(d(x), 2, 1, 2)),
         ("dy shape", lambda b, d: b.conv2d_backward(d(np.zeros((2, 4, 3, 3), np.float32)),
                                                     d(np.zeros(cols_shape, np.float32)), x.shape, d(w))),
-        ("cols shape", lambda b, d: b.conv2d_backward(d(np.zeros(y_shape, np.float32)),
-                                                      d(np.zeros((2, 27, 11), np.float32)), x.shape, d(w))),
         ("x_shape not 4-D", lambda b, d: b.avg_pool2d_backward(d(np.zeros(y_shape, np.float32)), (2, 3, 5), 2)),
         ("argmax out of range", lambda b, d: b.max_pool2d_backward(
             d(np.zeros((2, 3, 2, 3), np.float32)), d(np.full((2, 3, 2, 3), 30)), x.shape)),
@@ -217,6 +216,13 @@ def test_kernels_copy_strided_inputs_to_c_order(rng):
     np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
 
 
+def test_backward_refuses_columns_of_another_shape():
+    """The CUDA backend saves im2col's columns (the CPU its own grid layout, checked in tests/kernels)."""
+    dy, w = np.zeros((2, 4, 3, 4), np.float32), np.zeros((4, 3, 3, 3), np.float32)
+    with pytest.raises(ValueError, match=r"cols must have shape \(2, 27, 12\) for input shape \(2, 3, 5, 6\)"):
+        backend.conv2d_backward(device(dy), device(np.zeros((2, 27, 11), np.float32)), (2, 3, 5, 6), device(w))
+
+
 def test_inputs_must_be_cuda_arrays():
     with pytest.raises(TypeError, match="x must be a CudaArray, got ndarray"):
         backend.max_pool2d_forward(np.zeros((1, 1, 4, 4), np.float32), 2)
@@ -224,3 +230,29 @@ def test_inputs_must_be_cuda_arrays():
         backend.max_pool2d_backward(device(np.zeros((1, 1, 2, 2), np.float32)),
                                     device(np.zeros((1, 1, 2, 2), np.float32)), (1, 1, 4, 4))
 
+
+
+# --- the op: what the CUDA kernels take, and clear refusals of the rest ---------------------------------
+def test_conv_op_on_cuda_matches_cpu_for_the_geometries_it_supports(rng):
+    import tinynorm as tn
+    import tinynorm.nn.functional as F
+
+    x1, w1 = random(rng, (2, 3, 9), np.float64), random(rng, (4, 3, 3), np.float64)
+    x2, w2 = random(rng, (2, 3, 5, 6), np.float64), random(rng, (4, 3, 3, 3), np.float64)
+    for fn, x, w in ((lambda a, b: F.conv1d(a, b, stride=2, padding=1), x1, w1),
+                     (lambda a, b: F.conv2d(a, b, padding="same"), x2, w2)):
+        expected = fn(tn.tensor(x), tn.tensor(w)).numpy()
+        got = fn(tn.tensor(x, device="cuda"), tn.tensor(w, device="cuda"))
+        assert got.device == "cuda"
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_conv_op_on_cuda_names_what_its_kernels_lack():
+    import tinynorm as tn
+    import tinynorm.nn.functional as F
+
+    x, w = tn.zeros(1, 4, 6, 6, device="cuda"), tn.zeros(4, 2, 3, 3, device="cuda")
+    with pytest.raises(RuntimeError, match=r"conv2d on the cuda device supports .*got dilation=\(2, 2\), groups=2"):
+        F.conv2d(x, w, dilation=2, groups=2)
+    with pytest.raises(RuntimeError, match=r"asymmetric padding \(0, 1, 0, 1\).*Run this convolution on the CPU"):
+        F.conv2d(x, tn.zeros(4, 4, 2, 2, device="cuda"), padding="same")

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from tinynorm.kernels.cpu import conv
 from tinynorm.kernels.cpu.conv import col2im, conv2d_backward, conv2d_forward, conv2d_output_size, im2col
 from tinynorm.kernels.cpu.pool import (
     avg_pool2d_backward,
@@ -140,12 +141,12 @@ def test_conv2d_forward_backward_match_reference(case, dtype):
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     weight = rng.standard_normal((o, c, *pair(kernel_size))).astype(dtype)
     bias = rng.standard_normal(o).astype(dtype)
-    y, cols = conv2d_forward(x, weight, bias, stride, padding)
+    y, saved = conv2d_forward(x, weight, bias, stride, padding)
     assert y.dtype == dtype
     assert_close(y, ref_conv2d(x, weight, bias, stride, padding), dtype)
 
     dy = rng.standard_normal(y.shape).astype(dtype)
-    dx, dweight, dbias = conv2d_backward(dy, cols, x.shape, weight, stride, padding, True)
+    dx, dweight, dbias = conv2d_backward(dy, saved, x.shape, weight, stride, padding)
     ref_dx, ref_dweight, ref_dbias = ref_conv2d_grads(x, weight, dy, stride, padding)
     assert_close(dx, ref_dx, dtype)
     assert_close(dweight, ref_dweight, dtype)
@@ -156,10 +157,10 @@ def test_conv2d_without_bias_and_input_grad():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 6, 6))
     weight = rng.standard_normal((4, 3, 3, 3))
-    y, cols = conv2d_forward(x, weight, None, 1, 1)
+    y, saved = conv2d_forward(x, weight, None, 1, 1)
     assert_close(y, ref_conv2d(x, weight, np.zeros(4), 1, 1), np.float64)
     dy = rng.standard_normal(y.shape)
-    dx, dweight, _ = conv2d_backward(dy, cols, x.shape, weight, 1, 1, needs_input_grad=False)
+    dx, dweight, _ = conv2d_backward(dy, saved, x.shape, weight, 1, 1, needs_input_grad=False)
     assert dx is None
     assert_close(dweight, ref_conv2d_grads(x, weight, dy, 1, 1)[1], np.float64)
 
@@ -180,15 +181,104 @@ def test_conv2d_matches_torch(case):
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     weight = rng.standard_normal((o, c, *pair(kernel_size))).astype(np.float32)
     bias = rng.standard_normal(o).astype(np.float32)
-    y, cols = conv2d_forward(x, weight, bias, stride, padding)
+    y, saved = conv2d_forward(x, weight, bias, stride, padding)
     dy = rng.standard_normal(y.shape).astype(np.float32)
-    dx, dweight, dbias = conv2d_backward(dy, cols, x.shape, weight, stride, padding, True)
+    dx, dweight, dbias = conv2d_backward(dy, saved, x.shape, weight, stride, padding)
 
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, weight, bias))
     ty = torch.nn.functional.conv2d(tx, tw, tb, stride, padding)
     ty.backward(torch.from_numpy(dy))
     for ours, theirs in [(y, ty), (dx, tx.grad), (dweight, tw.grad), (dbias, tb.grad)]:
         assert_close(ours, theirs.detach().numpy(), np.float32)
+
+
+# (N, C, O, H, W, kernel, stride, (top, bottom, left, right), dilation, groups): the options beyond the
+# classic ones; the last is big enough for the parallel kernels. Each runs one sample per chunk
+# (CHUNK_ELEMENTS made small), so the chunk offsets and the dweight sums over chunks are checked.
+GENERAL_CASES = [
+    (2, 4, 6, 9, 8, (3, 2), (2, 1), (1, 0, 2, 1), (2, 1), 2),
+    (3, 6, 6, 7, 7, 3, 1, (1, 1, 1, 1), (1, 3), 6),
+    (2, 3, 4, 8, 9, 4, (1, 2), (1, 2, 1, 2), 1, 1),
+    (3, 6, 4, 5, 5, 1, 1, (0, 0, 0, 0), 1, 2),
+    (40, 8, 8, 12, 12, 3, 1, (1, 1, 1, 1), 2, 2),
+]
+
+
+def ref_general_conv2d(x, weight, bias, stride, pads, dilation, groups):
+    """Float64 forward and gradients by explicit windows, one group at a time."""
+    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), pads[:2], pads[2:]))
+    kh, kw = weight.shape[2:]
+    out_h = (padded.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    out_w = (padded.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    cg, og = x.shape[1] // groups, weight.shape[0] // groups
+    views = {(i, j): (slice(i * dh, i * dh + sh * (out_h - 1) + 1, sh), slice(j * dw, j * dw + sw * (out_w - 1) + 1, sw))
+             for i in range(kh) for j in range(kw)}
+
+    def forward():
+        y = np.zeros((x.shape[0], weight.shape[0], out_h, out_w))
+        for g in range(groups):
+            for (i, j), (hs, ws) in views.items():
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", padded[:, g * cg:(g + 1) * cg, hs, ws],
+                                                       weight[g * og:(g + 1) * og, :, i, j])
+        return y + bias[None, :, None, None]
+
+    def backward(dy):
+        dpadded, dweight = np.zeros_like(padded), np.zeros(weight.shape)
+        for g in range(groups):
+            block = dy[:, g * og:(g + 1) * og]
+            for (i, j), (hs, ws) in views.items():
+                dpadded[:, g * cg:(g + 1) * cg, hs, ws] += np.einsum("nohw,oc->nchw", block, weight[g * og:(g + 1) * og, :, i, j])
+                dweight[g * og:(g + 1) * og, :, i, j] = np.einsum("nohw,nchw->oc", block, padded[:, g * cg:(g + 1) * cg, hs, ws])
+        dx = dpadded[:, :, pads[0]:pads[0] + x.shape[2], pads[2]:pads[2] + x.shape[3]]
+        return dx, dweight, dy.sum(axis=(0, 2, 3))
+
+    return forward(), backward
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", GENERAL_CASES)
+def test_dilated_grouped_asymmetric_conv2d_matches_reference(case, dtype, monkeypatch):
+    for name in ("CHUNK_ELEMENTS", "SERIAL_CHUNK_ELEMENTS"):
+        monkeypatch.setattr(conv, name, 512)  # one sample per chunk
+    n, c, o, h, w, kernel_size, stride, pads, dilation, groups = case
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((o, c // groups, *pair(kernel_size))).astype(dtype)
+    bias = rng.standard_normal(o).astype(dtype)
+    y, saved = conv2d_forward(x, weight, bias, stride, pads, dilation, groups)
+    ref_y, ref_backward = ref_general_conv2d(x, weight, bias, stride, pads, dilation, groups)
+    assert_close(y, ref_y, dtype)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    for ours, theirs in zip(conv2d_backward(dy, saved, x.shape, weight, stride, pads, dilation, groups),
+                            ref_backward(dy)):
+        assert_close(ours, theirs, dtype)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_padding_modes_match_torch(mode):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 6, 7))
+    weight = rng.standard_normal((6, 2, 3, 2))
+    pads = (2, 1, 1, 0)  # (top, bottom, left, right)
+    y, saved = conv2d_forward(x, weight, None, (2, 1), pads, (1, 2), 2, mode)
+    dy = rng.standard_normal(y.shape)
+    dx, dweight, _ = conv2d_backward(dy, saved, x.shape, weight, (2, 1), pads, (1, 2), 2, mode)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    padded = torch.nn.functional.pad(tx, (pads[2], pads[3], pads[0], pads[1]), mode=mode)
+    ty = torch.nn.functional.conv2d(padded, tw, None, (2, 1), 0, (1, 2), 2)
+    ty.backward(torch.from_numpy(dy))
+    for ours, theirs in [(y, ty), (dx, tx.grad), (dweight, tw.grad)]:
+        assert_close(ours, theirs.detach().numpy(), np.float64)
+
+
+def test_padding_mode_errors():
+    x, weight = np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3))
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        conv2d_forward(x, weight, None, 1, 1, padding_mode="mirror")
+    with pytest.raises(ValueError, match=r"padding_mode='reflect': padding \(3, 3\) of dimension 2 must be less than"):
+        conv2d_forward(x, weight, None, 1, 3, padding_mode="reflect")
 
 
 def test_conv2d_output_size():
@@ -323,11 +413,13 @@ def test_wrong_ndim_and_dtype():
 def test_backward_shape_errors():
     x = np.zeros((2, 3, 6, 6), dtype=np.float32)
     weight = np.zeros((4, 3, 3, 3), dtype=np.float32)
-    y, cols = conv2d_forward(x, weight, None, 1, 1)
+    y, saved = conv2d_forward(x, weight, None, 1, 1)
     with pytest.raises(ValueError, match=r"dy must have shape \(2, 4, 6, 6\)"):
-        conv2d_backward(np.zeros((2, 4, 5, 5), dtype=np.float32), cols, x.shape, weight, 1, 1)
+        conv2d_backward(np.zeros((2, 4, 5, 5), dtype=np.float32), saved, x.shape, weight, 1, 1)
+    with pytest.raises(ValueError, match="saved must be what conv2d_forward returned"):
+        conv2d_backward(np.zeros_like(y), saved[:1], x.shape, weight, 1, 1)
     with pytest.raises(ValueError, match="cols must have shape"):
-        col2im(cols[:, :5], x.shape, 3, 1, 1)
+        col2im(im2col(x, 3, 1, 1)[:, :5], x.shape, 3, 1, 1)
     with pytest.raises(ValueError, match="bias must be an array of shape"):
         conv2d_forward(x, weight, np.zeros(3, dtype=np.float32))
     y, argmax = max_pool2d_forward(x, 2)

@@ -1,7 +1,8 @@
-"""``Conv2d`` and the pooling layers."""
+"""``Conv1d``, ``Conv2d`` and the pooling layers."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .. import creation
 from ..ops import conv as F
@@ -12,59 +13,106 @@ from .module import Module, Parameter
 IntPair = int | tuple[int, int]
 
 
-def _pair(value: IntPair, name: str, layer: str, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
-        raise ValueError(f"{layer}: {name} must be an int >= {minimum} or a pair of them, got {value!r}")
-    return pair  # type: ignore[return-value]
+def _ntuple(value: Any, size: int, name: str, layer: str, minimum: int) -> tuple[int, ...]:
+    """An int or a ``size``-sequence of ints >= ``minimum`` as a tuple, as PyTorch's ``_pair``."""
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * size
+    if len(items) != size or not all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in items):
+        raise ValueError(f"{layer}: {name} must be an int >= {minimum} or a tuple of {size} of them, got {value!r}")
+    return items
 
 
-class Conv2d(Module):
-    """2-D convolution (cross-correlation) over (N, C, H, W), with PyTorch's default initialisation:
-    weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels * kh * kw."""
+class _ConvNd(Module):
+    """Shared by Conv1d and Conv2d: PyTorch's constructor checks, attributes, initialisation and repr.
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntPair, stride: IntPair = 1,
-                 padding: IntPair = 0, bias: bool = True, *, dtype: object = None) -> None:
+    weight (out_channels, in_channels / groups, *kernel_size) and bias (out_channels,) start as PyTorch's:
+    kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups
+    * prod(kernel_size), for both.
+    """
+
+    spatial_dims = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: object = None, dtype: object = None) -> None:
         super().__init__()
-        for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"Conv2d: {name} must be a positive int, got {value!r}")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d", 1)
-        self.stride = _pair(stride, "stride", "Conv2d", 1)
-        self.padding = _pair(padding, "padding", "Conv2d", 0)
-        self.weight = Parameter(creation.empty(out_channels, in_channels, *self.kernel_size, dtype=dtype))
-        self.bias = Parameter(creation.empty(out_channels, dtype=dtype)) if bias else None
+        name, dims = type(self).__name__, self.spatial_dims
+        for label, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name}: {label} must be a positive int, got {value!r}")
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.kernel_size = _ntuple(kernel_size, dims, "kernel_size", name, 1)
+        self.stride = _ntuple(stride, dims, "stride", name, 1)
+        self.dilation = _ntuple(dilation, dims, "dilation", name, 1)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of ['same', 'valid']")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding: tuple[int, ...] | str = padding
+        else:
+            self.padding = _ntuple(padding, dims, "padding", name, 0)
+        if padding_mode not in F.PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(F.PADDING_MODES)}, but got "
+                             f"padding_mode={padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups, self.padding_mode = (
+            in_channels, out_channels, groups, padding_mode)
+        self.transposed, self.output_padding = False, (0,) * dims
+        kwargs = {"dtype": dtype, "device": "cpu" if device is None else device}
+        self.weight = Parameter(creation.empty(out_channels, in_channels // groups, *self.kernel_size, **kwargs))
+        self.bias = Parameter(creation.empty(out_channels, **kwargs)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_channels * self.kernel_size[0] * self.kernel_size[1])
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.ndim != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f"Conv2d: expected input (N, {self.in_channels}, H, W) with {self.in_channels} channels "
-                f"(in_channels), got shape {tuple(x.shape)}"
-            )
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+        return F.padded_convolution(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                                    self.groups, self.padding_mode)
 
     def extra_repr(self) -> str:
+        dims = self.spatial_dims
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
+        if self.padding != (0,) * dims:
             text += f", padding={self.padding}"
-        return text + ("" if self.bias is not None else ", bias=False")
+        if self.dilation != (1,) * dims:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution (cross-correlation) over (N, C, L) or (C, L), as ``torch.nn.Conv1d``."""
+
+    spatial_dims = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation) over (N, C, H, W) or (C, H, W), as ``torch.nn.Conv2d``."""
+
+    spatial_dims = 2
 
 
 class _Pool2d(Module):
     def __init__(self, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> None:
         super().__init__()
         name = type(self).__name__
-        self.kernel_size = _pair(kernel_size, "kernel_size", name, 1)
-        self.stride = _pair(stride, "stride", name, 1) if stride is not None else self.kernel_size
-        self.padding = _pair(padding, "padding", name, 0)
+        self.kernel_size = _ntuple(kernel_size, 2, "kernel_size", name, 1)
+        self.stride = _ntuple(stride, 2, "stride", name, 1) if stride is not None else self.kernel_size
+        self.padding = _ntuple(padding, 2, "padding", name, 0)
         if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
             raise ValueError(f"{name}: padding {self.padding} must be at most half of kernel_size {self.kernel_size}")
 

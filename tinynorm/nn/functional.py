@@ -14,4 +14,4 @@ from ..ops import (  # noqa: F401  (re-exported)
 )
 from .embedding import embedding  # noqa: F401
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: F401
-from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
+from ..ops.conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401

@@ -77,7 +77,7 @@ class Linear(Function):
         xp = ctx.xp
         need_x, need_w, need_b = ctx.needs_input_grad
         grad2d = grad.reshape(-1, grad.shape[-1])
-        grad_x = xp.matmul(grad, weight) if need_x else None
+        grad_x = xp.matmul(grad2d, weight).reshape(x.shape) if need_x else None  # one GEMM over all rows
         grad_w = xp.matmul(grad2d.T, x.reshape(-1, x.shape[-1])) if need_w else None
         grad_b = xp.sum(grad2d, axis=0) if need_b else None
         return grad_x, grad_w, grad_b

@@ -1,9 +1,9 @@
-"""Elementwise functions numpy lacks: the error function, and GELU with its derivative.
+"""Elementwise functions numpy lacks: the error function, and the constants of GELU.
 
 GELU(x) = x * Phi(x), Phi the standard normal CDF: ``approximate='none'`` uses
-Phi(x) = (1 + erf(x / sqrt 2)) / 2 exactly; ``'tanh'`` uses 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
-as in GPT-2 and PyTorch. The CUDA backend computes the same formulas in one fused kernel each
-(``tinynorm.kernels.cuda.elementwise.gelu_functions``); here numpy's array arithmetic is as fast.
+Phi(x) = (1 + erf(x / sqrt 2)) / 2; ``'tanh'`` uses 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+as in GPT-2 and PyTorch. The CPU kernels are in ``gelu.py``; the CUDA backend computes the same formulas
+in one fused kernel each (``tinynorm.kernels.cuda.elementwise.gelu_functions``).
 """
 from __future__ import annotations
 
@@ -53,22 +53,3 @@ SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 INV_SQRT_2 = 1 / math.sqrt(2)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 TANH_CUBIC = 0.044715  # the cubic term of the tanh approximation (Hendrycks & Gimpel 2016)
-
-
-def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    """GELU(x) = x * Phi(x) elementwise (see the module docstring for ``approximate``)."""
-    if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + TANH_CUBIC * x * x * x)))
-    return 0.5 * x * (1 + erf(x * INV_SQRT_2))
-
-
-def gelu_backward(grad: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    """``grad * GELU'(x)``: ``GELU'(x) = Phi(x) + x * phi(x)``, phi the standard normal density
-    (for ``'tanh'``, the derivative of the approximation)."""
-    if approximate == "tanh":
-        t = np.tanh(SQRT_2_OVER_PI * (x + TANH_CUBIC * x * x * x))
-        d_inner = SQRT_2_OVER_PI * (1 + 3 * TANH_CUBIC * x * x)
-        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = 0.5 * (1 + erf(x * INV_SQRT_2))
-    pdf = INV_SQRT_2PI * np.exp(-0.5 * x * x)
-    return grad * (cdf + x * pdf)

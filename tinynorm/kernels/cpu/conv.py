@@ -1,28 +1,62 @@
-"""2-D convolution on NCHW numpy arrays: im2col/col2im kernels and the GEMMs around them.
+"""2-D convolution on NCHW numpy arrays (PyTorch's cross-correlation, with stride, padding, dilation and
+groups): the input in the *grid* layout of ``conv_grid.py``, one OpenBLAS GEMM per chunk of samples.
 
-A convolution (a cross-correlation, as in PyTorch) becomes one matrix product per sample once every
-receptive field is unrolled into a column: ``y[n] = weight.reshape(O, C*kh*kw) @ cols[n]``.
+Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in docs/benchmarks.md):
 
-Layout of ``cols``: ``(N, C*kh*kw, OH*OW)``, row index ``(c*kh + i)*kw + j``, column ``oh*OW + ow``.
-Chosen by measurement (fp32, N=64, C=16, O=32, 3x3 kernel, padding 1, forward + backward, 2 cores): it
-was as fast as one big GEMM over ``(N*OH*OW, C*kh*kw)`` columns at 28x28 and ~4x faster at 8x8 (3.7 ms
-against 16 ms), and its product is already NCHW, where the other layout needs a transposed copy of the
-output in forward and of ``dy`` in backward.
+- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS reaches 85-99
+  GFLOP/s per core on these in-cache shapes; a direct convolution written in Numba reached 47-58 (LLVM
+  keeps no accumulator block in registers), so the convolution stays a GEMM and the work around it
+  is made cheap.
+- ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
+  instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
+  (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
+- Samples go through in chunks. With one thread, a chunk's ``cols`` fit in the L2 cache (1 MiB), so
+  they are written and read there. With more, chunks of up to 16 MiB make few, large GEMMs: each GEMM
+  call hands work to OpenBLAS's thread pool and back, whose threads then spin and compete with the
+  parallel kernels around it, and with 1 MiB chunks (one sample at 28x28) that dominated. Forward +
+  backward of 32x32x28x28 -> 32 at 2 threads on a loaded machine, CPU time over PyTorch's: 6.2 with
+  1 MiB chunks, 2.7 with 4 MiB, 1.1 with 16 MiB; at 1 thread 1.5, 1.8, 2.3. The backward rebuilds each
+  chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the input alive between forward
+  and backward.
+- The output copy adds the bias and writes NCHW directly; the backward's two GEMMs per chunk give
+  ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
+  additions (col2im) and onto the input by the adjoint of the grid split. ``dweight`` is computed
+  transposed because OpenBLAS threads a long-K product with few rows badly: ``dy_grid @ cols^T``
+  (32 x 27k @ 27k x 288) took 108 ms of CPU at 2 threads against 16 ms for ``cols @ dy_grid^T``, and
+  12 against 8 ms at 1 thread.
+- 1x1 convolutions with stride 1 and no padding skip the grid: ``weight @ x[n]`` per sample.
 
-The helpers ``_window_geometry``, ``_check_input`` and ``_check_shape`` are shared with ``pool.py``.
+``padding_mode`` 'reflect', 'replicate' and 'circular' pad the input explicitly first (as PyTorch does);
+the zero padding of the grid is then 0. ``im2col``/``col2im`` give the classic (N, C*kh*kw, OH*OW)
+column layout, for reference and for the CUDA kernels' tests.
+
+The helpers ``_window_geometry``, ``_check_input`` and ``_check_shape`` are shared with ``pool.py`` and
+the CUDA kernels.
 """
+from __future__ import annotations
+
+import functools
+import math
 import operator
-from typing import Any
+import threading
+from typing import Any, NamedTuple
 
+import numba
 import numpy as np
-from numba import njit, prange
 
-from ._config import FASTMATH
-from ._shared import chunk_bounds, num_chunks, use_parallel
+from .conv_grid import GridPlan, add_grid_columns, from_grid, grid_columns, output_grads, outputs, to_grid
 
 IntPair = int | tuple[int, int]
+Padding = IntPair | tuple[int, int, int, int]
 
 _FLOAT_DTYPES = (np.float32, np.float64)
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+# Elements of ``cols`` per chunk of samples (see the module docstring): 256K float32 values (1 MiB, about
+# half of a core's L2) with one thread, 4M (16 MiB) with more.
+SERIAL_CHUNK_ELEMENTS = 1 << 18
+CHUNK_ELEMENTS = 1 << 22
+# Work arrays up to this many elements are kept for reuse between calls (see _scratch): a chunk's.
+SCRATCH_LIMIT = CHUNK_ELEMENTS
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -55,112 +89,335 @@ def _window_geometry(
 ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
     """Validate a sliding window over an ``h x w`` input; return kernel, stride, padding and output size pairs."""
     kernel = _pair(kernel_size, "kernel_size", 1)
+    geometry = conv2d_geometry((1, 1, h, w), (1, 1, *kernel), stride, _pair(padding, "padding", 0))
+    return geometry.kernel, geometry.stride, geometry.padding[::2], geometry.out_size
+
+
+def _check_shape(shape: tuple[int, ...], name: str) -> tuple[int, int, int, int]:
+    """Check that ``shape`` names an NCHW shape and return it as a tuple."""
+    if len(shape) != 4:
+        raise ValueError(f"{name} must be (N, C, H, W), got {shape}")
+    return tuple(shape)
+
+
+# ------------------------------------------------------------ geometry
+class ConvGeometry(NamedTuple):
+    """A convolution's window, all pairs (height, width); ``padding`` is (top, bottom, left, right)."""
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    dilation: tuple[int, int]
+    groups: int
+    out_size: tuple[int, int]
+
+
+def _padding(padding: Padding) -> tuple[int, int, int, int]:
+    """``padding`` (an int, a pair, or already (top, bottom, left, right)) as (top, bottom, left, right)."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        pads = _pair(padding[:2], "padding", 0) + _pair(padding[2:], "padding", 0)
+        return pads  # type: ignore[return-value]
+    (ph, pw) = _pair(padding, "padding", 0)
+    return (ph, ph, pw, pw)
+
+
+def conv2d_geometry(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: IntPair = 1,
+                    padding: Padding = 0, dilation: IntPair = 1, groups: int = 1) -> ConvGeometry:
+    """Validate a convolution of an NCHW input by an (O, C / groups, kh, kw) weight; return its geometry."""
+    kernel = _pair(tuple(weight_shape[2:]), "kernel_size", 1)
     strides = _pair(stride, "stride", 1)
-    pads = _pair(padding, "padding", 0)
-    padded_h, padded_w = h + 2 * pads[0], w + 2 * pads[1]
-    if kernel[0] > padded_h or kernel[1] > padded_w:
-        raise ValueError(
-            f"kernel_size {kernel} is larger than the padded input ({padded_h}, {padded_w}) "
-            f"(input ({h}, {w}), padding {pads})"
-        )
-    out_size = ((padded_h - kernel[0]) // strides[0] + 1, (padded_w - kernel[1]) // strides[1] + 1)
-    return kernel, strides, pads, out_size
+    dilations = _pair(dilation, "dilation", 1)
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be a positive int, got {groups!r}")
+    pads = _padding(padding)
+    padded = (x_shape[2] + pads[0] + pads[1], x_shape[3] + pads[2] + pads[3])
+    span = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel))
+    if span[0] > padded[0] or span[1] > padded[1]:
+        spanned = "" if dilations == (1, 1) else f" with dilation {dilations} spans {span} and"
+        sides = pads[::2] if pads[::2] == pads[1::2] else f"{pads} (top, bottom, left, right)"
+        raise ValueError(f"kernel_size {kernel}{spanned} is larger than the padded input {padded} "
+                         f"(input {tuple(x_shape[2:])}, padding {sides})")
+    out_size = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, strides))
+    return ConvGeometry(kernel, strides, pads, dilations, int(groups), out_size)  # type: ignore[arg-type]
 
 
-def conv2d_output_size(
-    h: int, w: int, kernel_size: IntPair, stride: IntPair, padding: IntPair
-) -> tuple[int, int]:
+def conv2d_output_size(h: int, w: int, kernel_size: IntPair, stride: IntPair, padding: Padding,
+                       dilation: IntPair = 1) -> tuple[int, int]:
     """Output height and width of a convolution or pooling window sliding over an ``h x w`` input."""
-    return _window_geometry(h, w, kernel_size, stride, padding)[3]
+    kernel = _pair(kernel_size, "kernel_size", 1)
+    return conv2d_geometry((1, 1, h, w), (1, 1, *kernel), stride, padding, dilation).out_size
 
 
-# Two measured speed tricks (fp32, 1 thread, 64x16 planes, 3x3, padding 1; im2col / col2im):
-# - The loops read and write padded planes, so that no index needs a bounds test: a thread copies each
-#   input plane into the middle of a zero-bordered scratch plane (im2col), or accumulates into a scratch
-#   plane and copies its middle out (col2im); plain index arithmetic, no slice view per output row.
-# - A separate loop for stride 1, whose unit step LLVM can see and vectorize (with the stride a runtime
-#   value it emits scalar code). Together: 8x8 0.92 -> ~0.4 ms / 0.67 -> 0.43 ms; 28x28 stride 1
-#   ~7 -> ~4.5 ms / ~14 -> ~5.5 ms.
-@njit(cache=True, fastmath=FASTMATH)
-def _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop):
-    """Planes [start, stop) of the flattened (n, c) index: unroll each into its ``kh*kw`` rows of ``cols``."""
-    n_channels, h, w = x.shape[1], x.shape[2], x.shape[3]
-    out_h = cols.shape[2] // out_w
-    padded = np.zeros((h + 2 * ph, w + 2 * pw), dtype=x.dtype)  # the border stays zero
-    for plane in range(start, stop):
-        n, c = plane // n_channels, plane % n_channels
-        padded[ph:ph + h, pw:pw + w] = x[n, c]
-        out = cols[n]
-        for i in range(kh):
-            for j in range(kw):
-                r = (c * kh + i) * kw + j
-                for oh in range(out_h):
-                    ih, base = oh * sh + i, oh * out_w
-                    if sw == 1:
-                        for ow in range(out_w):
-                            out[r, base + ow] = padded[ih, ow + j]
-                    else:
-                        for ow in range(out_w):
-                            out[r, base + ow] = padded[ih, ow * sw + j]
+@functools.lru_cache(maxsize=256)
+def _grid_plan(h: int, w: int, geometry: ConvGeometry) -> GridPlan:
+    """Where an ``h x w`` input lands in the grid and where each tap reads it (conv_grid.py)."""
+    (kh, kw), (sh, sw), (pt, pb, pl, pr), (dh, dw) = geometry[:4]
+    out_h = geometry.out_size[0]
+    wq = -(-(w + pl + pr) // sw)
+    taps = [(i * dh, j * dw) for i in range(kh) for j in range(kw)]
+    tap_phase = np.array([(a % sh) * sw + b % sw for a, b in taps], dtype=np.int64)
+    tap_offset = np.array([(a // sh) * wq + b // sw for a, b in taps], dtype=np.int64)
+    rows = -(-(h + pt + pb) // sh)
+    plane_size = max(rows * wq, int(tap_offset.max()) + out_h * wq)  # room for the last tap's last row
+    return GridPlan(pt, pl, (sh, sw), wq, plane_size, geometry.out_size, tap_phase, tap_offset)
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_w, start, stop):
-    """Planes [start, stop): add the ``kh*kw`` rows of ``cols`` back into each (H, W) plane of ``dx``."""
-    n_channels, h, w = dx.shape[1], dx.shape[2], dx.shape[3]
-    out_h = cols.shape[2] // out_w
-    padded = np.empty((h + 2 * ph, w + 2 * pw), dtype=dx.dtype)
-    for plane in range(start, stop):
-        n, c = plane // n_channels, plane % n_channels
-        padded[:] = 0
-        src = cols[n]
-        for i in range(kh):
-            for j in range(kw):
-                r = (c * kh + i) * kw + j
-                for oh in range(out_h):
-                    ih, base = oh * sh + i, oh * out_w
-                    if sw == 1:
-                        for ow in range(out_w):
-                            padded[ih, ow + j] += src[r, base + ow]
-                    else:
-                        for ow in range(out_w):
-                            padded[ih, ow * sw + j] += src[r, base + ow]
-        dx[n, c] = padded[ph:ph + h, pw:pw + w]
+def _is_pointwise(geometry: ConvGeometry) -> bool:
+    """A 1x1 kernel, stride 1, no padding: each output pixel is ``weight @`` its input pixel."""
+    return geometry.kernel == (1, 1) and geometry.stride == (1, 1) and geometry.padding == (0, 0, 0, 0)
 
 
-# Each thread owns whole (n, c) planes, of cols' rows in im2col and of dx in col2im: no two threads
-# ever write the same element.
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _im2col_parallel(x, cols, kh, kw, sh, sw, ph, pw, out_w, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, x.shape[0] * x.shape[1])
-        _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, start, stop)
+# ------------------------------------------------------------ padding modes other than zeros
+def _padding_index(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each padded position along one axis, the input position it copies."""
+    index = np.arange(-before, size + after)
+    if mode == "reflect":  # mirrored at the first and last position, which are not repeated
+        index = np.abs(index)
+        return np.where(index >= size, 2 * (size - 1) - index, index)
+    if mode == "replicate":
+        return np.clip(index, 0, size - 1)
+    return index % size  # circular
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _col2im_parallel(cols, dx, kh, kw, sh, sw, ph, pw, out_w, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, dx.shape[0] * dx.shape[1])
-        _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_w, start, stop)
+def _check_mode_padding(x_shape: tuple[int, ...], pads: tuple[int, int, int, int], mode: str) -> None:
+    """PyTorch's limits: reflect needs padding < size, circular padding <= size."""
+    for axis, before, after in ((2, pads[0], pads[1]), (3, pads[2], pads[3])):
+        size = x_shape[axis]
+        if (mode == "reflect" and max(before, after) >= size) or (mode == "circular" and max(before, after) > size):
+            limit = "less than" if mode == "reflect" else "at most"
+            raise ValueError(f"padding_mode={mode!r}: padding ({before}, {after}) of dimension {axis} must be {limit} "
+                             f"its size {size} (input shape {tuple(x_shape)})")
 
 
-def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0) -> np.ndarray:
-    """Unroll every ``kh x kw`` receptive field of NCHW ``x`` (zero padded) into a column.
+def _pad_with_mode(x: np.ndarray, pads: tuple[int, int, int, int], mode: str) -> np.ndarray:
+    rows = _padding_index(x.shape[2], pads[0], pads[1], mode)
+    cols = _padding_index(x.shape[3], pads[2], pads[3], mode)
+    return np.ascontiguousarray(x[:, :, rows][:, :, :, cols])
 
-    Returns ``cols`` of shape ``(N, C*kh*kw, OH*OW)`` and x's dtype, such that
-    ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``, shape ``(O, OH*OW)``.
+
+def _unpad_with_mode(dx_padded: np.ndarray, x_shape: tuple[int, ...], pads: tuple[int, int, int, int],
+                     mode: str) -> np.ndarray:
+    """Adjoint of :func:`_pad_with_mode`: every padded position's gradient goes to the input it copies."""
+    rows = _padding_index(x_shape[2], pads[0], pads[1], mode)
+    cols = _padding_index(x_shape[3], pads[2], pads[3], mode)
+    by_column = np.zeros((*dx_padded.shape[:3], x_shape[3]), dtype=dx_padded.dtype)
+    np.add.at(by_column, (slice(None), slice(None), slice(None), cols), dx_padded)
+    dx = np.zeros(x_shape, dtype=dx_padded.dtype)
+    np.add.at(dx, (slice(None), slice(None), rows), by_column)
+    return dx
+
+
+# ------------------------------------------------------------ forward and backward
+def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype, groups: int) -> np.ndarray:
+    """Check a conv weight (O, C / groups, kh, kw) against the input's channel count, groups and dtype."""
+    weight = _check_input(weight, "weight")
+    if weight.shape[1] * groups != x_channels:
+        raise ValueError(
+            f"weight expects {weight.shape[1] * groups} input channels (shape {weight.shape}"
+            f"{'' if groups == 1 else f', groups={groups}'}), "
+            f"but the input has {x_channels} channels"
+        )
+    if weight.shape[0] % groups:
+        raise ValueError(f"weight has {weight.shape[0]} output channels, not divisible by groups={groups}")
+    if weight.dtype != dtype:
+        raise TypeError(f"weight dtype {weight.dtype} does not match the input dtype {dtype}")
+    return weight
+
+
+def _check_mode(padding_mode: str) -> str:
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {list(PADDING_MODES)}, but got padding_mode={padding_mode!r}")
+    return padding_mode
+
+
+class _Prepared(NamedTuple):
+    """The grid's view of a convolution: the (explicitly mode-padded) input shape and its plan."""
+    geometry: ConvGeometry
+    grid_geometry: ConvGeometry  # the same window, with padding 0 after a mode padding
+    input_shape: tuple[int, int, int, int]  # the shape the grid (or the pointwise GEMM) sees
+
+
+def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: IntPair, padding: Padding,
+             dilation: IntPair, groups: int, padding_mode: str) -> _Prepared:
+    geometry = conv2d_geometry(x_shape, weight_shape, stride, padding, dilation, groups)
+    if _check_mode(padding_mode) == "zeros" or geometry.padding == (0, 0, 0, 0):
+        return _Prepared(geometry, geometry, tuple(x_shape))  # type: ignore[arg-type]
+    _check_mode_padding(x_shape, geometry.padding, padding_mode)
+    pt, pb, pl, pr = geometry.padding
+    padded_shape = (x_shape[0], x_shape[1], x_shape[2] + pt + pb, x_shape[3] + pl + pr)
+    return _Prepared(geometry, geometry._replace(padding=(0, 0, 0, 0)), padded_shape)
+
+
+def _chunks(samples: int, per_sample: int) -> range:
+    """First sample of each chunk whose ``cols`` hold about (SERIAL_)CHUNK_ELEMENTS values (at least one sample)."""
+    elements = CHUNK_ELEMENTS if numba.get_num_threads() > 1 else SERIAL_CHUNK_ELEMENTS
+    return range(0, samples, max(1, elements // per_sample))
+
+
+_scratch_buffers = threading.local()
+
+
+def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous work array of ``shape``, reused from call to call (one per thread, name and dtype).
+
+    A fresh buffer of 1 MiB costs its page faults on every call, which on this virtual machine made
+    filling a chunk's ``cols`` 4x slower (0.99 against 0.24 ms at 64x16x8x8). Arrays above
+    SCRATCH_LIMIT (a chunk of one sample of a large image) are allocated afresh, so no thread keeps more
+    than a chunk's ``cols`` and GEMM product alive (at most 32 MiB of float32).
+    """
+    size = math.prod(shape)
+    if size > SCRATCH_LIMIT:
+        return np.empty(shape, dtype=dtype)
+    buffers = getattr(_scratch_buffers, "by_name", None)
+    if buffers is None:
+        buffers = _scratch_buffers.by_name = {}
+    buffer = buffers.get((name, dtype))
+    if buffer is None or buffer.size < size:
+        buffer = buffers[(name, dtype)] = np.empty(size, dtype=dtype)
+    return buffer[:size].reshape(shape)
+
+
+def _grouped(matrix: np.ndarray, groups: int) -> np.ndarray:
+    """(rows, cols) to (groups, rows / groups, cols): the block of each group of channels."""
+    return matrix.reshape(groups, matrix.shape[0] // groups, matrix.shape[1])
+
+
+def conv2d_forward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None = None,
+    stride: IntPair = 1,
+    padding: Padding = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Convolution of NCHW ``x`` with ``weight`` (O, C / groups, kh, kw) plus optional ``bias`` (O,).
+
+    ``padding``: an int, a pair or (top, bottom, left, right). Returns ``(y, saved)``:
+    ``y`` of shape (N, O, OH, OW), and what :func:`conv2d_backward` needs (the input's grid).
     """
     x = _check_input(x, "x")
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
-    cols = np.empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
-    if use_parallel(cols.size):
-        _im2col_parallel(x, cols, kh, kw, sh, sw, ph, pw, out_w, num_chunks(n * c))
-    elif cols.size:
-        _im2col_planes(x, cols, kh, kw, sh, sw, ph, pw, out_w, 0, n * c)
-    return cols
+    weight = _check_weight(weight, x.shape[1], x.dtype, groups)
+    out_channels = weight.shape[0]
+    if bias is None:
+        bias = np.zeros(out_channels, dtype=x.dtype)
+    elif not isinstance(bias, np.ndarray) or bias.shape != (out_channels,):
+        raise ValueError(f"bias must be an array of shape ({out_channels},), got {getattr(bias, 'shape', bias)}")
+    elif bias.dtype != x.dtype:
+        raise TypeError(f"bias dtype {bias.dtype} does not match the input dtype {x.dtype}")
+    prepared = _prepare(x.shape, weight.shape, stride, padding, dilation, groups, padding_mode)
+    if prepared.input_shape != x.shape:
+        x = _pad_with_mode(x, prepared.geometry.padding, padding_mode)
+    geometry = prepared.grid_geometry
+    weights = _grouped(weight.reshape(out_channels, -1), groups)  # (groups, O / groups, C / groups * kh * kw)
+    y = np.empty((x.shape[0], out_channels, *geometry.out_size), dtype=x.dtype)
+    if _is_pointwise(geometry):
+        n, c, h, w = x.shape
+        product = np.matmul(weights, x.reshape(n, groups, c // groups, h * w))  # (N, groups, O / groups, H*W)
+        np.add(product.reshape(y.shape), bias[:, None, None], out=y)
+        return y, x
+    plan = _grid_plan(x.shape[2], x.shape[3], geometry)
+    grid = to_grid(x, plan)
+    rows = weights.shape[0] * weights.shape[2]
+    chunks = _chunks(x.shape[0], rows * plan.per_sample)
+    for n0 in chunks:
+        columns = min(chunks.step, x.shape[0] - n0) * plan.per_sample
+        cols = _scratch("cols", (rows, columns), x.dtype)
+        grid_columns(grid, cols, n0, plan)
+        product = _scratch("product", (groups, out_channels // groups, columns), x.dtype)
+        np.matmul(weights, _grouped(cols, groups), out=product)
+        outputs(product.reshape(out_channels, columns), y, bias, n0, plan)
+    return y, grid
 
 
+def check_dy_fits(dy: Any, cols: Any, expected_shape: tuple[int, ...]) -> None:
+    """The upstream gradient must have the convolution's output shape and the saved arrays' dtype."""
+    if cols.dtype != dy.dtype:
+        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
+    if tuple(dy.shape) != expected_shape:
+        raise ValueError(f"dy must have shape {expected_shape}, got {tuple(dy.shape)}")
+
+
+def conv2d_backward(
+    dy: np.ndarray,
+    saved: np.ndarray,
+    x_shape: tuple[int, int, int, int],
+    weight: np.ndarray,
+    stride: IntPair = 1,
+    padding: Padding = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    needs_input_grad: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Gradients of :func:`conv2d_forward` given the upstream gradient ``dy`` (N, O, OH, OW) and its ``saved``.
+
+    Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, and the caller
+    drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
+    """
+    x_shape = _check_shape(tuple(x_shape), "x_shape")
+    dy = _check_input(dy, "dy")
+    weight = _check_weight(weight, x_shape[1], dy.dtype, groups)
+    out_channels = weight.shape[0]
+    prepared = _prepare(x_shape, weight.shape, stride, padding, dilation, groups, padding_mode)
+    geometry = prepared.grid_geometry
+    check_dy_fits(dy, saved, (x_shape[0], out_channels, *geometry.out_size))
+    weights = _grouped(weight.reshape(out_channels, -1), groups)
+    dbias = dy.sum(axis=(0, 2, 3))
+    if _is_pointwise(geometry):
+        dx, dweight = _pointwise_backward(dy, saved, prepared.input_shape, weights, needs_input_grad)
+    else:
+        dx, dweight = _grid_backward(dy, saved, prepared, weights, needs_input_grad)
+    if dx is not None and prepared.input_shape != x_shape:
+        dx = _unpad_with_mode(dx, x_shape, prepared.geometry.padding, padding_mode)
+    return dx, dweight.reshape(weight.shape), dbias
+
+
+def _check_saved(saved: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if not isinstance(saved, np.ndarray) or saved.shape != shape or saved.dtype != dtype:
+        raise ValueError(f"saved must be what conv2d_forward returned: a {dtype} array of shape {shape}, "
+                         f"got {getattr(saved, 'dtype', type(saved).__name__)} {getattr(saved, 'shape', '')}")
+    return saved
+
+
+def _pointwise_backward(dy: np.ndarray, x: Any, x_shape: tuple[int, ...], weights: np.ndarray,
+                        needs_input_grad: bool) -> tuple[np.ndarray | None, np.ndarray]:
+    n, c, h, w = x_shape
+    groups = weights.shape[0]
+    x = _check_saved(x, tuple(x_shape), dy.dtype).reshape(n, groups, c // groups, h * w)
+    dy_groups = dy.reshape(n, groups, weights.shape[1], h * w)
+    dweight = np.matmul(dy_groups, x.transpose(0, 1, 3, 2)).sum(axis=0)
+    dx = np.matmul(weights.transpose(0, 2, 1), dy_groups).reshape(x_shape) if needs_input_grad else None
+    return dx, dweight
+
+
+def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.ndarray,
+                   needs_input_grad: bool) -> tuple[np.ndarray | None, np.ndarray]:
+    shape = prepared.input_shape
+    plan = _grid_plan(shape[2], shape[3], prepared.grid_geometry)
+    (sh, sw) = plan.stride
+    grid = _check_saved(grid, (shape[0], shape[1], sh * sw, plan.plane_size), dy.dtype)
+    groups, out_channels = weights.shape[0], weights.shape[0] * weights.shape[1]
+    rows = groups * weights.shape[2]
+    dweight = np.zeros_like(weights)
+    dgrid = np.zeros_like(grid) if needs_input_grad else None
+    chunks = _chunks(shape[0], rows * plan.per_sample)
+    for n0 in chunks:
+        columns = min(chunks.step, shape[0] - n0) * plan.per_sample
+        cols = _scratch("cols", (rows, columns), dy.dtype)
+        grid_columns(grid, cols, n0, plan)
+        grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
+        output_grads(dy, grid_dy, n0, plan)
+        grid_dy = _grouped(grid_dy, groups)
+        dweight += np.matmul(_grouped(cols, groups), grid_dy.transpose(0, 2, 1)).transpose(0, 2, 1)
+        if dgrid is not None:
+            dcols = _scratch("cols", (groups, rows // groups, columns), dy.dtype)  # cols is no longer needed
+            np.matmul(weights.transpose(0, 2, 1), grid_dy, out=dcols)
+            add_grid_columns(dcols.reshape(rows, columns), dgrid, n0, plan)
+    return (None if dgrid is None else from_grid(dgrid, shape, plan)), dweight
+
+
+# ------------------------------------------------------------ the classic column layout
 def _check_cols(
     cols: np.ndarray, input_shape: tuple[int, int, int, int], kernel: tuple[int, int], out_size: tuple[int, int]
 ) -> np.ndarray:
@@ -173,11 +430,26 @@ def _check_cols(
     return np.ascontiguousarray(cols)
 
 
-def _check_shape(shape: tuple[int, ...], name: str) -> tuple[int, int, int, int]:
-    """Check that ``shape`` names an NCHW shape and return it as a tuple."""
-    if len(shape) != 4:
-        raise ValueError(f"{name} must be (N, C, H, W), got {shape}")
-    return tuple(shape)
+def _window(input_shape: tuple[int, ...], kernel_size: IntPair, stride: IntPair, padding: Padding,
+            dilation: IntPair) -> tuple[ConvGeometry, GridPlan]:
+    kernel = _pair(kernel_size, "kernel_size", 1)
+    geometry = conv2d_geometry(input_shape, (1, 1, *kernel), stride, padding, dilation)
+    return geometry, _grid_plan(input_shape[2], input_shape[3], geometry)
+
+
+def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: Padding = 0,
+           dilation: IntPair = 1) -> np.ndarray:
+    """Unroll every ``kh x kw`` receptive field of NCHW ``x`` (zero padded) into a column.
+
+    Returns ``cols`` of shape ``(N, C*kh*kw, OH*OW)`` and x's dtype, row ``(c*kh + i)*kw + j``, column
+    ``oh*OW + ow``, such that ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``.
+    """
+    x = _check_input(x, "x")
+    _, plan = _window(x.shape, kernel_size, stride, padding, dilation)
+    n, rows = x.shape[0], x.shape[1] * plan.tap_phase.size
+    cols = np.empty((rows, n * plan.per_sample), dtype=x.dtype)
+    grid_columns(to_grid(x, plan), cols, 0, plan)
+    return np.ascontiguousarray(cols.reshape(rows, n, plan.per_sample).transpose(1, 0, 2))
 
 
 def col2im(
@@ -185,103 +457,19 @@ def col2im(
     input_shape: tuple[int, int, int, int],
     kernel_size: IntPair,
     stride: IntPair = 1,
-    padding: IntPair = 0,
+    padding: Padding = 0,
+    dilation: IntPair = 1,
 ) -> np.ndarray:
     """Adjoint of :func:`im2col`: scatter-add each column back to the input positions it was read from.
 
     ``cols`` has shape ``(N, C*kh*kw, OH*OW)``; returns ``dx`` of ``input_shape`` (N, C, H, W), where
     positions covered by several windows receive the sum of their contributions (the input gradient).
     """
-    input_shape = _check_shape(input_shape, "input_shape")
-    geometry = _window_geometry(input_shape[2], input_shape[3], kernel_size, stride, padding)
-    (kh, kw), (sh, sw), (ph, pw), out_size = geometry
-    cols = _check_cols(cols, input_shape, (kh, kw), out_size)
-    dx = np.empty(input_shape, dtype=cols.dtype)  # the kernel writes every plane whole
-    planes = input_shape[0] * input_shape[1]
-    if use_parallel(cols.size):
-        _col2im_parallel(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], num_chunks(planes))
-    elif cols.size:
-        _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, out_size[1], 0, planes)
-    return dx
-
-
-def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype) -> np.ndarray:
-    """Check a conv weight (O, C, kh, kw) against the input's channel count and dtype."""
-    weight = _check_input(weight, "weight")
-    if weight.shape[1] != x_channels:
-        raise ValueError(
-            f"weight expects {weight.shape[1]} input channels (shape {weight.shape}), "
-            f"but the input has {x_channels} channels"
-        )
-    if weight.dtype != dtype:
-        raise TypeError(f"weight dtype {weight.dtype} does not match the input dtype {dtype}")
-    return weight
-
-
-def conv2d_forward(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None = None,
-    stride: IntPair = 1,
-    padding: IntPair = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Convolution of NCHW ``x`` with ``weight`` (O, C, kh, kw) plus optional ``bias`` (O,).
-
-    Returns ``(y, cols)``: ``y`` of shape (N, O, OH, OW), and the im2col ``cols`` that
-    :func:`conv2d_backward` needs for the weight gradient.
-    """
-    x = _check_input(x, "x")
-    weight = _check_weight(weight, x.shape[1], x.dtype)
-    out_channels, _, kh, kw = weight.shape
-    if bias is not None:
-        if not isinstance(bias, np.ndarray) or bias.shape != (out_channels,):
-            raise ValueError(f"bias must be an array of shape ({out_channels},), got {getattr(bias, 'shape', bias)}")
-        if bias.dtype != x.dtype:
-            raise TypeError(f"bias dtype {bias.dtype} does not match the input dtype {x.dtype}")
-    cols = im2col(x, (kh, kw), stride, padding)
-    out_h, out_w = conv2d_output_size(x.shape[2], x.shape[3], (kh, kw), stride, padding)
-    y = np.matmul(weight.reshape(out_channels, -1), cols)  # (N, O, OH*OW): one GEMM per sample, in BLAS
-    if bias is not None:
-        y += bias[:, None]
-    return y.reshape(x.shape[0], out_channels, out_h, out_w), cols
-
-
-def check_dy_fits(dy: Any, cols: Any, expected_shape: tuple[int, ...]) -> None:
-    """The upstream gradient must have the convolution's output shape and the saved columns' dtype."""
-    if cols.dtype != dy.dtype:
-        raise TypeError(f"cols dtype {cols.dtype} does not match the dy dtype {dy.dtype}")
-    if tuple(dy.shape) != expected_shape:
-        raise ValueError(f"dy must have shape {expected_shape}, got {tuple(dy.shape)}")
-
-
-def conv2d_backward(
-    dy: np.ndarray,
-    cols: np.ndarray,
-    x_shape: tuple[int, int, int, int],
-    weight: np.ndarray,
-    stride: IntPair = 1,
-    padding: IntPair = 0,
-    needs_input_grad: bool = True,
-) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-    """Gradients of :func:`conv2d_forward` given the upstream gradient ``dy`` (N, O, OH, OW).
-
-    Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, and the caller
-    drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
-    """
-    x_shape = _check_shape(x_shape, "x_shape")
-    dy = _check_input(dy, "dy")
-    weight = _check_weight(weight, x_shape[1], dy.dtype)
-    out_channels, _, kh, kw = weight.shape
-    out_size = conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding)
-    cols = _check_cols(cols, x_shape, (kh, kw), out_size)
-    check_dy_fits(dy, cols, (x_shape[0], out_channels, *out_size))
-    dy_rows = dy.reshape(dy.shape[0], out_channels, -1)  # (N, O, OH*OW)
-    # One batched GEMM then a sum over N: measured faster than np.tensordot or einsum, which copy
-    # both operands into transposed (O, N*L) and (N*L, K) matrices first.
-    dweight = np.matmul(dy_rows, cols.transpose(0, 2, 1)).sum(axis=0).reshape(weight.shape)
-    dbias = dy_rows.sum(axis=(0, 2))
-    dx = None
-    if needs_input_grad:
-        dcols = np.matmul(weight.reshape(out_channels, -1).T, dy_rows)  # (N, C*kh*kw, OH*OW)
-        dx = col2im(dcols, x_shape, (kh, kw), stride, padding)
-    return dx, dweight, dbias
+    input_shape = _check_shape(tuple(input_shape), "input_shape")
+    geometry, plan = _window(input_shape, kernel_size, stride, padding, dilation)
+    cols = _check_cols(cols, input_shape, geometry.kernel, geometry.out_size)
+    n, rows = input_shape[0], cols.shape[1]
+    (sh, sw) = plan.stride
+    grid = np.zeros((n, input_shape[1], sh * sw, plan.plane_size), dtype=cols.dtype)
+    add_grid_columns(np.ascontiguousarray(cols.transpose(1, 0, 2)).reshape(rows, -1), grid, 0, plan)
+    return from_grid(grid, input_shape, plan)

@@ -1,0 +1,42 @@
+"""``tinynorm bench`` runs from the package: settings recorded, PyTorch imported first, losses compared."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tinynorm
+from tinynorm import nn
+from tinynorm.benchmarks.import_order import user_environment
+from tinynorm.benchmarks.steps import forward_gflop
+
+
+def test_forward_gflop_counts_each_convolution_and_linear_layer():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, groups=1), nn.Conv2d(8, 8, (3, 1), stride=2, groups=4),
+                          nn.Flatten(), nn.Linear(8 * 2 * 3, 5))
+    x = tinynorm.randn(2, 3, 6, 6)
+    conv1 = 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
+    conv2 = 2 * (2 * 8 * 2 * 3) * (2 * 3 * 1)  # (6 - 3) // 2 + 1 = 2 rows, (6 - 1) // 2 + 1 = 3 columns
+    linear = 2 * (2 * 5) * 48
+    assert model(x).shape == (2, 5)
+    assert forward_gflop(model, x) * 1e9 == pytest.approx(conv1 + conv2 + linear)
+
+
+def test_scale_benchmark_imports_torch_first_and_records_the_settings(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "scale.json"
+    env = user_environment()  # this process imported tinynorm, which set its OpenMP spin here
+    result = subprocess.run([sys.executable, "-m", "tinynorm.benchmarks.scale", "--smoke", "--out", str(out)],
+                            capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert "PyTorch: " in result.stdout and "imported before tinynorm" in result.stdout
+    threading = record["threading"]
+    assert threading["torch"]["imported_first"] and threading["tinynorm"]["openmp_layer_load"] == "deepbind"
+    assert threading["torch"]["GOMP_SPINCOUNT"].startswith("libgomp default")  # not the spin tinynorm chose
+    assert [row["model"].split()[0] for row in record["rows"]] == ["SmallCNN", "TinyTransformerLM"]
+    for row in record["rows"]:
+        assert row["loss_rel_diff"] <= 1e-4 and row["ratio"] > 0 and row["GFLOP"] > 0

@@ -1,0 +1,280 @@
+"""What every benchmark shares: median timing with samples taken in turns, the machine's copy bandwidth,
+text tables, JSON that records the machine and the threading settings, and the process set-up (thread
+counts, the order in which PyTorch and tinynorm are imported).
+
+Typical use::
+
+    ours, theirs = alternating_medians([lambda: f(x), lambda: g(x)])
+    print_table(rows, ["op", "ms", "ratio"])
+    write_json(path, {"rows": rows})          # adds "machine" and "threading"
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .. import _openmp
+
+# "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
+# one thread: with more, it adds up the time of all threads, spinning ones included.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+ORDERS = ("torch-first", "tinynorm-first")
+
+
+# ------------------------------------------------------------ timing
+def _calls_per_sample(fn: Callable[[], object], min_time: float) -> int:
+    """Warm ``fn`` up (compilation, caches), then return how many calls last ``min_time``.
+
+    The call that sizes the sample is timed after the warm-up: timing the first call instead (which
+    loads compiled code) made fast functions look slow, one call per sample.
+    """
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, int(min_time / once))
+
+
+def _sample(fn: Callable[[], object], number: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call of ``fn`` over ``number`` back-to-back calls, on ``clock``."""
+    start = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - start) / number
+
+
+def median_time(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.02) -> float:
+    """Median seconds per call of ``fn()`` over ``repeat`` samples, after one warm-up call.
+
+    Each sample runs ``fn`` enough times back to back to last at least ``min_time`` seconds, so a
+    fast call is not measured below the clock's resolution.
+    """
+    number = _calls_per_sample(fn, min_time)
+    return float(np.median([_sample(fn, number) for _ in range(repeat)]))
+
+
+def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7, min_time: float = 0.02,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Like :func:`median_time` for each of ``fns``, taking their samples in turns.
+
+    On a shared machine, load from other processes then hits every contender alike, so their
+    ratios stay meaningful even when the absolute times do not.
+    """
+    numbers = [_calls_per_sample(fn, min_time) for fn in fns]
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, number, times in zip(fns, numbers, samples):
+            times.append(_sample(fn, number, clock))
+    return [float(np.median(times)) for times in samples]
+
+
+@njit(parallel=True, cache=True)
+def _parallel_copy(src, dst):
+    for i in prange(src.size):
+        dst[i] = src[i]
+
+
+def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 7) -> float:
+    """Bytes per second (read + written) of a parallel copy of ``nbytes``: the machine's memory ceiling.
+
+    The buffers are much larger than the caches, so this is what main memory sustains with all of
+    Numba's threads; a memory-bound kernel can at best match it.
+    """
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.zeros_like(src)
+    seconds = median_time(lambda: _parallel_copy(src, dst), repeat=repeat, min_time=0.0)
+    return 2 * src.nbytes / seconds
+
+
+# ------------------------------------------------------------ tables and JSON
+def _format(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def print_table(rows: Sequence[dict], columns: Sequence[str]) -> None:
+    """Print ``rows`` (dicts) as an aligned text table of ``columns``; a missing or None value prints ``-``."""
+    cells = [[_format(row.get(column, "-")) for column in columns] for row in rows]
+    widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
+    print("  ".join(column.rjust(width) for column, width in zip(columns, widths)))
+    for line in cells:
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    """What the numbers depend on: CPU, core count, library versions and the date."""
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "processor": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "torch": sys.modules["torch"].__version__ if "torch" in sys.modules else None,
+    }
+    return info
+
+
+def _blas_info() -> dict | None:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    pools = [pool for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    pools.sort(key=lambda pool: "numpy" not in pool.get("filepath", ""))  # numpy's, which tinynorm's GEMMs use
+    if not pools:
+        return None
+    return {key: pools[0].get(key) for key in ("internal_api", "version", "architecture", "num_threads",
+                                                "threading_layer", "filepath")}
+
+
+def threading_info() -> dict:
+    """The threads and OpenMP settings both libraries run with in this process."""
+    info: dict[str, Any] = {"tinynorm": _openmp.threading_settings(), "blas": _blas_info()}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        spin = "libgomp default (300000)"
+        if not (_openmp.torch_imported_first and _openmp.spin_set_by_tinynorm):
+            spin = os.environ.get("GOMP_SPINCOUNT", spin)  # torch read the environment tinynorm had set
+        info["torch"] = {"threads": torch.get_num_threads(), "GOMP_SPINCOUNT": spin,
+                         "imported_first": _openmp.torch_imported_first}
+    return info
+
+
+def describe_threading(info: dict) -> str:
+    """One line a reader can check: thread counts, OpenMP spin of each runtime, the import order."""
+    ours, blas = info["tinynorm"], info["blas"]
+    parts = [f"tinynorm: {ours['numba_threads']} Numba threads ({ours['numba_threading_layer'] or 'layer not started'}"
+             f", OpenMP layer loaded {ours['openmp_layer_load']}), GOMP_SPINCOUNT {ours['GOMP_SPINCOUNT']}"
+             f"{' (its default)' if ours['GOMP_SPINCOUNT_set_by_tinynorm'] else ''}",
+             "BLAS: " + (f"{blas['internal_api']} {blas['architecture']}, {blas['num_threads']} threads" if blas
+                         else "unknown (install threadpoolctl to see it)")]
+    if "torch" in info:
+        torch = info["torch"]
+        parts.append(f"PyTorch: {torch['threads']} threads, GOMP_SPINCOUNT {torch['GOMP_SPINCOUNT']}, imported "
+                     f"{'before' if torch['imported_first'] else 'after'} tinynorm")
+    return "; ".join(parts)
+
+
+def write_json(path: str | os.PathLike, payload: dict, threading: dict | None = None) -> None:
+    """Write ``payload`` plus ``"machine"`` and ``"threading"`` (the settings measured under, by default
+    this process's now) to ``path`` (folders are created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {**payload, "machine": machine_info(), "threading": threading or threading_info()}
+    path.write_text(json.dumps(record, indent=2))
+
+
+# ------------------------------------------------------------ process set-up
+def make_parser(name: str, doc: str, repeat: int) -> argparse.ArgumentParser:
+    """The parser of ``tinynorm bench NAME`` (its description: ``doc``'s first line) with the options
+    every benchmark takes; add a benchmark's own before :func:`parse`."""
+    parser = argparse.ArgumentParser(prog=f"tinynorm bench {name}", description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer cases and samples")
+    parser.add_argument("--out", default=f"results/bench_{name}.json", help="JSON output (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=repeat, help="timing samples per case (the median is kept)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for Numba, PyTorch and BLAS alike (default: each library's own)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="'cpu' counts this process's CPU time: steadier on a busy machine, needs --threads 1")
+    parser.add_argument("--order", choices=ORDERS, default="torch-first",
+                        help="import PyTorch before tinynorm (as a script comparing the two does) or after")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, module: str) -> tuple[argparse.Namespace, int | None]:
+    """Parse and check ``argv`` (default: the command line); run ``module`` again in a fresh process when
+    it must import PyTorch in another order (see :func:`rerun_in_import_order`). Returns the arguments and
+    that process's exit status (None: the benchmark runs here)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    if args.clock == "cpu" and args.threads != 1:
+        parser.error("--clock cpu needs --threads 1 (idle worker threads spinning would count as work)")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be a positive integer, got {args.threads}")
+    return args, rerun_in_import_order(module, argv, args.order)
+
+
+def torch_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def rerun_in_import_order(module: str, argv: Sequence[str], order: str) -> int | None:
+    """Run ``module``'s ``main(argv)`` in a fresh process that imports PyTorch in ``order``, unless this
+    process already did (then None: go on here). Returns the child's exit status.
+
+    The child gets the environment as the user set it: without the ``GOMP_SPINCOUNT`` that importing
+    tinynorm here set, which PyTorch's OpenMP runtime would otherwise read as if the user had chosen it.
+    """
+    if not torch_installed() or _openmp.torch_imported_first == (order == "torch-first"):
+        return None
+    prelude = "import torch\n" if order == "torch-first" else ""
+    code = f"{prelude}import sys\nfrom {module} import main\nsys.exit(main(sys.argv[1:]))"
+    env = dict(os.environ)
+    if _openmp.spin_set_by_tinynorm:
+        env.pop("GOMP_SPINCOUNT", None)
+    return subprocess.run([sys.executable, "-c", code, *argv], env=env, check=False).returncode
+
+
+class ThreadSettings:
+    """Apply ``--threads`` to Numba, PyTorch and BLAS for the duration of a ``with`` block (nothing when
+    None: each library keeps its own default)."""
+
+    def __init__(self, threads: int | None) -> None:
+        self.threads, self._limits = threads, None
+
+    def __enter__(self) -> "ThreadSettings":
+        if self.threads is None:
+            return self
+        numba.set_num_threads(self.threads)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(self.threads)
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            raise SystemExit("--threads needs threadpoolctl to limit BLAS's threads: pip install threadpoolctl") from None
+        self._limits = threadpool_limits(self.threads, user_api="blas")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._limits is not None:
+            self._limits.unregister()
+
+
+def import_torch() -> Any:
+    """PyTorch if installed (for the comparison), else None with a note."""
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not installed: tinynorm timings only (pip install torch to compare)")
+        return None
+    return torch

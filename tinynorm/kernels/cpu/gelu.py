@@ -1,0 +1,167 @@
+"""GELU and its derivative, each one fused pass over the data.
+
+GELU(x) = x * Phi(x), Phi the standard normal CDF, and GELU'(x) = Phi(x) + x * phi(x), phi its density.
+``approximate='tanh'`` uses 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) for Phi (GPT-2, PyTorch).
+
+float32 data, ``approximate='none'``: libm's erf is a scalar call that LLVM cannot vectorize (~10 ns an
+element: 20% of a TinyTransformerLM d128 training step). So Phi comes from the Chebyshev-fitted
+complementary error function of Numerical Recipes (Press et al., 6.2),
+``erfc(z) = t * exp(-z^2 + P(t))``, ``t = 1 / (1 + z/2)``, ``P`` of degree 9, whose relative error is
+below 1.2e-7 for every ``z >= 0``, and exp from ``exp(v) = (exp(v / 2048))^2048`` (a degree-6 Taylor
+polynomial of an argument in [-0.05, 0], squared 11 times, relative error < 1e-8 down to
+exp(-100), 0 below), all in float64
+arithmetic that LLVM vectorizes: ~1 ns an element. Phi(x) is then within 2e-7 relative of the exact
+value in both tails, closer than PyTorch's float32 GELU (which has 1e-3 relative error near x = -5).
+float64 data uses libm's erfc: exact to the last bits.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ._config import FASTMATH
+from ._shared import FLOAT_DTYPES, chunk_bounds, num_chunks, use_parallel
+from .activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
+
+APPROXIMATIONS = ("none", "tanh")
+
+
+# ------------------------------------------------------------ vectorizable float64 exp and Phi
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _exp_nonpositive(v):
+    """exp(v) for -100 <= v <= 0 as (e^(v/2048))^2048; 0 below -100 (under float32's smallest number)."""
+    u = max(v, -100.0) * (1.0 / 2048.0)
+    e = 1.0 + u * (1.0 + u * (1 / 2 + u * (1 / 6 + u * (1 / 24 + u * (1 / 120 + u * (1 / 720))))))
+    for _ in range(11):
+        e *= e
+    return e if v >= -100.0 else 0.0
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", inline="always")
+def _phi_and_cdf(x):
+    """(phi(x), Phi(x)) in float64 without a libm call (see the module docstring)."""
+    z = math.fabs(x) * INV_SQRT_2
+    t = 1.0 / (1.0 + 0.5 * z)
+    p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    half_erfc = 0.5 * t * _exp_nonpositive(min(p - z * z, 0.0))  # Phi(-|x|)
+    cdf = 1.0 - half_erfc if x >= 0 else half_erfc
+    return INV_SQRT_2PI * _exp_nonpositive(-z * z), cdf
+
+
+# error_model="numpy": a float division without Python's ZeroDivisionError check, which kept LLVM from
+# vectorizing the loop (1.75 against 12.5 ms for 2**20 elements).
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _forward_fast(x, y, start, stop):
+    x, y = x[start:stop], y[start:stop]  # indices from 0: provably in bounds, so LLVM loads vectors
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        y[i] = xi * _phi_and_cdf(xi)[1]
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _backward_fast(grad, x, dx, start, stop):
+    grad, x, dx = grad[start:stop], x[start:stop], dx[start:stop]
+    for i in range(x.size):
+        xi = np.float64(x[i])
+        pdf, cdf = _phi_and_cdf(xi)
+        dx[i] = grad[i] * (cdf + xi * pdf)
+
+
+# ------------------------------------------------------------ exact float64, and the tanh form
+@njit(cache=True, fastmath=FASTMATH)
+def _forward_exact(x, y, start, stop):
+    x, y = x[start:stop], y[start:stop]
+    for i in range(x.size):
+        y[i] = x[i] * 0.5 * math.erfc(-x[i] * INV_SQRT_2)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _backward_exact(grad, x, dx, start, stop):
+    grad, x, dx = grad[start:stop], x[start:stop], dx[start:stop]
+    for i in range(x.size):
+        xi = x[i]
+        cdf = 0.5 * math.erfc(-xi * INV_SQRT_2)
+        dx[i] = grad[i] * (cdf + xi * INV_SQRT_2PI * math.exp(-0.5 * xi * xi))
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _forward_tanh(x, y, start, stop):
+    x, y = x[start:stop], y[start:stop]
+    for i in range(x.size):
+        xi = x[i]
+        y[i] = 0.5 * xi * (1 + math.tanh(SQRT_2_OVER_PI * (xi + TANH_CUBIC * xi * xi * xi)))
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _backward_tanh(grad, x, dx, start, stop):
+    grad, x, dx = grad[start:stop], x[start:stop], dx[start:stop]
+    for i in range(x.size):
+        xi = x[i]
+        t = math.tanh(SQRT_2_OVER_PI * (xi + TANH_CUBIC * xi * xi * xi))
+        d_inner = SQRT_2_OVER_PI * (1 + 3 * TANH_CUBIC * xi * xi)
+        dx[i] = grad[i] * (0.5 * (1 + t) + 0.5 * xi * (1 - t * t) * d_inner)
+
+
+# ------------------------------------------------------------ parallel drivers and the wrappers
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _forward_parallel(kernel, x, y, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        kernel(x, y, start, stop)
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _backward_parallel(kernel, grad, x, dx, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        kernel(grad, x, dx, start, stop)
+
+
+_FORWARD = {("none", np.float32): _forward_fast, ("none", np.float64): _forward_exact, "tanh": _forward_tanh}
+_BACKWARD = {("none", np.float32): _backward_fast, ("none", np.float64): _backward_exact, "tanh": _backward_tanh}
+
+
+def _kernel(table: dict, x: np.ndarray, approximate: str):
+    if approximate not in APPROXIMATIONS:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return table["tanh"] if approximate == "tanh" else table[("none", x.dtype.type)]
+
+
+def _flat_input(name: str, x: np.ndarray) -> np.ndarray:
+    """``x`` as the kernels take it: a C-contiguous float32/float64 array, float16 computed in float32."""
+    if not isinstance(x, np.ndarray) or x.dtype not in FLOAT_DTYPES + (np.float16,):
+        raise TypeError(f"{name} must be a float16, float32 or float64 numpy.ndarray, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    return np.ascontiguousarray(x, dtype=np.float32 if x.dtype == np.float16 else x.dtype)
+
+
+def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    """GELU(x) = x * Phi(x) elementwise, in x's dtype (see the module docstring for ``approximate``)."""
+    data = _flat_input("x", x)
+    kernel = _kernel(_FORWARD, data, approximate)
+    y = np.empty_like(data)
+    flat_x, flat_y = data.reshape(-1), y.reshape(-1)
+    if use_parallel(data.size):
+        _forward_parallel(kernel, flat_x, flat_y, num_chunks(data.size))
+    else:
+        kernel(flat_x, flat_y, 0, data.size)
+    return y.astype(x.dtype, copy=False)
+
+
+def gelu_backward(grad: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    """``grad * GELU'(x)``, ``GELU'(x) = Phi(x) + x * phi(x)`` (for ``'tanh'``, the approximation's derivative)."""
+    data = _flat_input("x", x)
+    upstream = _flat_input("grad", grad).astype(data.dtype, copy=False)
+    if upstream.shape != data.shape:
+        raise ValueError(f"grad must have x's shape {data.shape}, got {upstream.shape}")
+    kernel = _kernel(_BACKWARD, data, approximate)
+    dx = np.empty_like(data)
+    flat = (upstream.reshape(-1), data.reshape(-1), dx.reshape(-1))
+    if use_parallel(data.size):
+        _backward_parallel(kernel, *flat, num_chunks(data.size))
+    else:
+        kernel(*flat, 0, data.size)
+    return dx.astype(x.dtype, copy=False)
