@@ -1,25 +1,50 @@
 """Neural-network building blocks: ``Module``, layers, normalization, containers, init, functional."""
 from . import functional, init
-from .activation import GELU, Dropout, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .container import ModuleList, Sequential
+from .activation import (
+    CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU,
+    ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
+)
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .embedding import Embedding
-from .linear import Flatten, Identity, Linear
+from .linear import Flatten, Identity, Linear, Unflatten
+from .loss import (
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+)
 from .module import Module, Parameter
 from .attention import MultiheadSelfAttention
 from .blocks import ConvBlock, MLPBlock, TransformerBlock
-from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
+from .conv import Conv2d
+from .pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,
+    AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d,
+)
 from .residual import Residual
 from .sync_batch_norm import SyncBatchNorm
 from .normalization import (
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, LayerNorm, RMSNorm,
 )
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from . import utils
 from .utils import freeze_batch_norm, recompute_batch_norm_statistics, unfreeze_batch_norm
+from . import modules  # noqa: E402  (PyTorch's nn.modules.* paths, over the classes above)
 
 __all__ = [
-    "functional", "init", "GELU", "Dropout", "LogSoftmax", "ReLU", "Sigmoid", "Softmax", "Tanh",
-    "ModuleList", "Sequential", "Embedding", "Flatten", "Identity", "Linear", "Module", "Parameter",
+    "functional", "init", "modules", "utils",
+    "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "Linear", "Identity", "Flatten", "Unflatten", "Embedding", "Conv2d",
+    "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
+    "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Softmin", "Softplus", "Softsign",
+    "Tanh", "Tanhshrink", "Threshold",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss",
+    "SmoothL1Loss",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "CosineSimilarity", "PairwiseDistance",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm",
-    "RMSNorm", "utils", "MultiheadSelfAttention", "ConvBlock", "MLPBlock", "TransformerBlock",
-    "AdaptiveAvgPool2d", "AvgPool2d", "Conv2d", "MaxPool2d", "Residual", "SyncBatchNorm", "freeze_batch_norm", "recompute_batch_norm_statistics", "unfreeze_batch_norm",
+    "RMSNorm", "SyncBatchNorm",
+    "MultiheadSelfAttention", "ConvBlock", "MLPBlock", "TransformerBlock", "Residual",
+    "freeze_batch_norm", "recompute_batch_norm_statistics", "unfreeze_batch_norm",
 ]

@@ -119,17 +119,30 @@ class Module:
                 return
         object.__delattr__(self, name)
 
+    def _check_name(self, name: Any, kind: str, registry: dict) -> None:
+        """PyTorch's checks of a new parameter, buffer or submodule name."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if name in self.__dict__ and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__}")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register a tensor that is state but not a parameter (e.g. running statistics)."""
+        self._check_name(name, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent.discard(name)
@@ -138,55 +151,101 @@ class Module:
 
     def add_module(self, name: str, module: "Module | None") -> None:
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module", self._modules)
         self._modules[name] = module
 
-    # ------------------------------------------------------------------------------ traversal
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
-        """This module and every submodule, depth first, each once, with dotted names."""
-        seen: set[int] = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, module = stack.pop()
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            yield name, module
-            children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items() if m is not None]
-            stack.extend(reversed(children))
+    def register_module(self, name: str, module: "Module | None") -> None:
+        """Alias of :meth:`add_module`."""
+        self.add_module(name, module)
 
-    def modules(self) -> Iterator["Module"]:
-        for _, module in self.named_modules():
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``''``: this module)."""
+        if target == "":
+            return self
+        module: Module = self
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(module._get_name() + " has no attribute `" + item + "`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``'layer.0.weight'``)."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``'bn.running_mean'``)."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        if name not in module._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return getattr(module, name)
+
+    # ------------------------------------------------------------------------------ traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module and every submodule, depth first (each once unless ``remove_duplicate=False``),
+        with dotted names."""
+        memo = set() if memo is None else memo
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self, remove_duplicate: bool = True) -> Iterator["Module"]:
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set[int] = set()
         for name, module in self._modules.items():
-            if module is not None:
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
                 yield name, module
 
     def children(self) -> Iterator["Module"]:
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, registry: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_name, module in modules:
             for name, value in getattr(module, registry).items():
                 if value is None or id(value) in seen:
                     continue
-                seen.add(id(value))
+                if remove_duplicate:
+                    seen.add(id(value))
                 yield (f"{module_name}.{name}" if module_name else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
-        return self._named_members("_parameters", prefix, recurse)  # type: ignore[return-value]
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)  # type: ignore[return-value]
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
-        return self._named_members("_buffers", prefix, recurse)
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buffer in self.named_buffers(recurse=recurse):
@@ -239,17 +298,18 @@ class Module:
                 device = arg
             else:
                 dtype = arg
+        for tensor in self._tensors():
+            cast = dtype if tensor.dtype.kind == "f" else None
+            _replace(tensor, tensor.detach().to(dtype=cast, device=device))
+        return self
+
+    def _tensors(self) -> Iterator[Tensor]:
+        """Every parameter and buffer of the module tree."""
         for module in self.modules():
             for registry in (module._parameters, module._buffers):
                 for value in registry.values():
-                    if value is None:
-                        continue
-                    cast = dtype if value.dtype.kind == "f" else None
-                    moved = value.detach().to(dtype=cast, device=device)
-                    value.array, value.device = moved.array, moved.device
-                    if value.grad is not None:
-                        value.grad = value.grad.to(dtype=value.dtype, device=value.device)
-        return self
+                    if value is not None:
+                        yield value
 
     def float(self) -> "Module":
         return self.to(dtype=dtypes.float32)
@@ -257,11 +317,31 @@ class Module:
     def double(self) -> "Module":
         return self.to(dtype=dtypes.float64)
 
+    def half(self) -> "Module":
+        return self.to(dtype=dtypes.float16)
+
+    def bfloat16(self) -> "Module":
+        raise NotImplementedError("bfloat16: tinynorm keeps its arrays in numpy, which has no bfloat16 dtype; use "
+                                  "half() (float16) or float() instead")
+
+    def type(self, dst_type: Any) -> "Module":
+        """Cast every parameter and buffer, floating or not, to ``dst_type``."""
+        dtype = dtypes.as_dtype(dst_type)
+        for tensor in self._tensors():
+            _replace(tensor, tensor.detach().to(dtype=dtype))
+        return self
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> "Module":
+        return self.to("cuda" if device is None else device)
+
     # -------------------------------------------------------------------------- state dict
     def state_dict(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
         """Parameters and persistent buffers by dotted name, as detached tensors sharing memory."""
         state: OrderedDict[str, Tensor] = OrderedDict()
-        for module_name, module in self.named_modules(prefix.rstrip(".")):
+        for module_name, module in self.named_modules(prefix=prefix.rstrip(".")):
             dotted = f"{module_name}." if module_name else ""
             for name, param in module._parameters.items():
                 if param is not None:
@@ -314,12 +394,38 @@ class Module:
         """The arguments shown between the parentheses of ``repr(module)``."""
         return ""
 
+    def _get_name(self) -> str:
+        return type(self).__name__
+
     def __repr__(self) -> str:
-        children = [f"({name}): " + repr(module).replace("\n", "\n  ") for name, module in self._modules.items()]
-        if not children:
-            return f"{type(self).__name__}({self.extra_repr()})"
-        lines = ([self.extra_repr()] if self.extra_repr() else []) + children
-        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+        """PyTorch's layout: ``Name(extra)`` on one line, or the extra lines and ``(name): child``
+        lines indented inside."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + indent(repr(module)) for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if len(extra_lines) == 1 and not child_lines:
+            text += extra_lines[0]
+        elif lines:
+            text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+def indent(text: str, spaces: int = 2) -> str:
+    """``text`` with every line after the first indented by ``spaces`` (blank lines stay empty)."""
+    first, *rest = text.split("\n")
+    if not rest:
+        return text
+    return "\n".join([first] + [(" " * spaces + line) if line.strip() else "" for line in rest])
+
+
+def _replace(tensor: Tensor, moved: Tensor) -> None:
+    """Make ``tensor`` (a parameter or buffer) hold ``moved``'s values in place, keeping its identity;
+    its gradient follows."""
+    tensor.array, tensor.device = moved.array, moved.device
+    if tensor.grad is not None:
+        tensor.grad = tensor.grad.to(dtype=tensor.dtype, device=tensor.device)
 
 
 def _converted_value(value: Any, target: Tensor) -> np.ndarray:

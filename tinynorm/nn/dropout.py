@@ -1,0 +1,46 @@
+"""Dropout modules: elementwise (``Dropout``) and channel-wise (``Dropout1d/2d/3d``); identity in eval mode."""
+from __future__ import annotations
+
+from ..tensor import Tensor
+from . import functional as F
+from .module import Module
+
+
+class _DropoutNd(Module):
+    function = staticmethod(F.dropout)
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in eval."""
+
+    function = staticmethod(F.dropout)
+
+
+class Dropout1d(_DropoutNd):
+    """Zeroes whole channels of (N, C, L) or (C, L) input with probability p."""
+
+    function = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    """Zeroes whole channels of (N, C, H, W) input with probability p."""
+
+    function = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+
+    function = staticmethod(F.dropout3d)

@@ -1,0 +1,6 @@
+"""``torch.nn.modules.activation``."""
+from ..activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU,
+    ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
+)
+from ..attention import MultiheadSelfAttention  # noqa: F401

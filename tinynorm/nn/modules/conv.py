@@ -1,0 +1,2 @@
+"""``torch.nn.modules.conv``."""
+from ..conv import Conv2d  # noqa: F401

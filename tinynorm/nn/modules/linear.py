@@ -1,0 +1,2 @@
+"""``torch.nn.modules.linear``."""
+from ..linear import Identity, Linear  # noqa: F401

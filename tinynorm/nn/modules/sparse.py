@@ -1,0 +1,2 @@
+"""``torch.nn.modules.sparse``."""
+from ..embedding import Embedding  # noqa: F401

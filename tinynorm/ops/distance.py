@@ -1,0 +1,47 @@
+"""Vector norms along a dim, as the nn functions use them: normalize, cosine_similarity, pairwise_distance.
+
+``max(||x||, eps)`` is computed as ``sqrt(max(sum x^2, eps^2))`` for the 2-norm: the same value, but
+its gradient is finite (0) at a zero vector, where the gradient of sqrt(sum x^2) itself is 0/0, and
+the clamp stops it exactly where PyTorch's ``clamp_min(eps)`` does.
+"""
+from __future__ import annotations
+
+import math
+
+from ..tensor import Tensor
+from .dims import normalize_dim
+from .pointwise_losses import broadcast_shape
+
+
+def clamped_norm(x: Tensor, p: float, dim: int, eps: float) -> Tensor:
+    """``max(||x||_p, eps)`` along ``dim`` (kept as a size-1 dim)."""
+    if p == 2:
+        return (x * x).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
+    if p == math.inf:
+        return x.abs().amax(dim, keepdim=True).clamp(min=eps)
+    if p == 1:
+        return x.abs().sum(dim, keepdim=True).clamp(min=eps)
+    return (x.abs() ** p).sum(dim, keepdim=True).pow(1.0 / p).clamp(min=eps)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim``: unit vectors (zero vectors stay zero)."""
+    d = normalize_dim(dim, input.ndim, "normalize")
+    result = input / clamped_norm(input, p, d, eps)
+    return result if out is None else out.copy_(result)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim`` (inputs broadcast together)."""
+    shape = broadcast_shape(x1.shape, x2.shape)
+    d = normalize_dim(dim, len(shape), "cosine_similarity")
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    return ((x1 / clamped_norm(x1, 2, d, eps)) * (x2 / clamped_norm(x2, 2, d, eps))).sum(d)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    difference = x1 - x2 + eps
+    d = difference.ndim - 1 if difference.ndim else 0
+    norm = clamped_norm(difference, p, d, 0.0) if difference.ndim else difference.abs()
+    return norm if keepdim or not difference.ndim else norm.squeeze(d)
