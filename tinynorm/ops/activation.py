@@ -14,6 +14,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
@@ -22,6 +24,7 @@ from .inplace import modify
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
+_ONE_SIXTH = float(np.float32(1 / 6))  # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32
 
 
 # ----------------------------------------------------------------------------- array helpers
@@ -48,8 +51,10 @@ def softplus_array(xp: Any, x: Any) -> Any:
 
 
 def sigmoid_array(xp: Any, x: Any) -> Any:
-    """1 / (1 + exp(-x)), as 0.5 * (1 + tanh(x / 2)): the same value, without overflow."""
-    return 0.5 * (1 + xp.tanh(0.5 * x))
+    """1 / (1 + exp(-x)) without overflow, and accurate in both tails: with e = exp(-|x|) <= 1, it is
+    1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0."""
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1, e) / (1 + e)
 
 
 # ----------------------------------------------------------------------------- functions
@@ -76,6 +81,10 @@ class Elu(Function):
     backward_name = "EluBackward0"
 
     @staticmethod
+    def _slope_scale(ctx: Context) -> float:
+        return ctx.input_scale
+
+    @staticmethod
     def forward(ctx: Context, x: Any, alpha: float, scale: float, input_scale: float) -> Any:
         xp = ctx.xp
         negative = (scale * alpha) * expm1(xp, xp.minimum(x, 0) * input_scale)
@@ -87,12 +96,18 @@ class Elu(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
         xp = ctx.xp
-        slope = (ctx.input_scale * ctx.scale * ctx.alpha) * xp.exp(xp.minimum(x, 0) * ctx.input_scale)
+        input_scale = ctx.function._slope_scale(ctx)
+        slope = (input_scale * ctx.scale * ctx.alpha) * xp.exp(xp.minimum(x, 0) * input_scale)
         return grad * xp.where(x > 0, ctx.scale, slope)
 
 
 class Celu(Elu):
     backward_name = "CeluBackward0"
+
+    @staticmethod
+    def _slope_scale(ctx: Context) -> float:
+        """PyTorch's CELU backward takes 1/alpha with alpha rounded to float32 (its forward does not)."""
+        return 1.0 / float(np.float32(ctx.alpha))
 
 
 class Softplus(Function):
@@ -151,7 +166,8 @@ class Mish(Function):
 
 
 class Hardswish(Function):
-    """x * relu6(x + 3) / 6; derivative 0 below -3, x/3 + 1/2 up to 3 (ends included), 1 above."""
+    """x * relu6(x + 3) / 6; derivative 0 up to -3, x/3 + 1/2 strictly between -3 and 3, 1 from 3 on
+    (PyTorch's values at the two kinks)."""
 
     backward_name = "HardswishBackward0"
 
@@ -164,7 +180,7 @@ class Hardswish(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
         xp = ctx.xp
-        return xp.where(x < -3, 0, xp.where(x <= 3, grad * (x / 3 + 0.5), grad))
+        return xp.where(x <= -3, 0, xp.where(x < 3, grad * (x / 3 + 0.5), grad))
 
 
 class Hardsigmoid(Function):
@@ -180,7 +196,7 @@ class Hardsigmoid(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
-        return ctx.xp.where((x > -3) & (x < 3), grad / 6, 0)
+        return ctx.xp.where((x > -3) & (x < 3), grad * _ONE_SIXTH, 0)
 
 
 class Hardtanh(Function):
