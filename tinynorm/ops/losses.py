@@ -129,7 +129,9 @@ class NllLoss(Function):
     def backward(ctx: Context, grad: Any) -> tuple:
         xp = ctx.xp
         target, row_weight = ctx.saved_tensors
-        scale = -row_weight * (grad if ctx.reduction != "mean" else _divide(xp, grad, ctx.divisor))
+        per_row = grad if ctx.reduction != "mean" else _divide(xp, grad, ctx.divisor)
+        with np.errstate(invalid="ignore"):  # ignored rows (weight 0) get 0, also when the mean is nan
+            scale = xp.where(row_weight == 0, 0, -row_weight * per_row)
         return xp.where(xp.arange(ctx.classes) == target.reshape(-1, 1), scale.reshape(-1, 1), 0), None, None
 
 

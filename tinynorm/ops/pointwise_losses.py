@@ -22,7 +22,7 @@ from .elementwise import where
 from .losses import reduce_tensor, reduction_of
 
 _LOG_FLOOR = -100.0  # PyTorch clamps BCE's logarithms here, so log(0) gives a finite loss
-_EPSILON = 1e-12
+_EPSILON = float(np.float32(1e-12))  # PyTorch clamps x (1 - x) at 1e-12 rounded to float32
 
 
 def _broadcast_target(input: Tensor, target: Any, op: str) -> tuple[Tensor, Tensor]:
