@@ -1,8 +1,9 @@
 """Vector norms along a dim, as the nn functions use them: normalize, cosine_similarity, pairwise_distance.
 
-``max(||x||, eps)`` is computed as ``sqrt(max(sum x^2, eps^2))`` for the 2-norm: the same value, but
-its gradient is finite (0) at a zero vector, where the gradient of sqrt(sum x^2) itself is 0/0, and
-the clamp stops it exactly where PyTorch's ``clamp_min(eps)`` does.
+``max(||x||_p, eps)`` is computed as ``max(sum |x|^p, eps^p)^(1/p)`` (for the 2-norm
+``sqrt(max(sum x^2, eps^2))``): the same value, but its gradient is finite (0) at a zero vector, where
+the gradient of the root itself is 0/0, and the clamp stops it exactly where PyTorch's
+``clamp_min(eps)`` does.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def clamped_norm(x: Tensor, p: float, dim: int, eps: float) -> Tensor:
         return x.abs().amax(dim, keepdim=True).clamp(min=eps)
     if p == 1:
         return x.abs().sum(dim, keepdim=True).clamp(min=eps)
-    return (x.abs() ** p).sum(dim, keepdim=True).pow(1.0 / p).clamp(min=eps)
+    return (x.abs() ** p).sum(dim, keepdim=True).clamp(min=eps**p).pow(1.0 / p)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:

@@ -226,6 +226,9 @@ def _max_pool(input: Tensor, dims: int, kernel_size: Size, stride: Size | None, 
     x, unbatched = _batched(input, dims, op)
     spatial = tuple(x.shape[2:])
     out = _check_geometry(spatial, kernel, stride, padding, dilation, ceil_mode, x.shape[1])
+    if any(p > k // 2 for p, k in zip(padding, kernel)):  # PyTorch's check whenever a gradient is wanted
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padding "
+                           f"{padding} for kernel_size {kernel}")
     if dims <= 2 and not return_indices and not ceil_mode and set(dilation) == {1}:
         values, indices = _as_2d(x, dims, MaxPool2d.apply, kernel, stride, padding), None
     else:
