@@ -82,8 +82,8 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
         if isinstance(value, (Parameter, Module)):
-            self._forget(name)
             registry = self._parameters if isinstance(value, Parameter) else self._modules
+            self._forget(name, keep=registry)  # a replaced entry keeps its place, as in PyTorch
             registry[name] = value
         elif name in self._parameters or name in self._modules:
             if value is not None:
@@ -97,11 +97,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Remove ``name`` from every registry before it is registered anew."""
+    def _forget(self, name: str, keep: dict) -> None:
+        """Remove ``name`` from the attributes and from every registry but ``keep`` before it is
+        registered there."""
         self.__dict__.pop(name, None)
         for registry in (self._parameters, self._buffers, self._modules):
-            registry.pop(name, None)
+            if registry is not keep:
+                registry.pop(name, None)
         self._non_persistent.discard(name)
 
     def __getattr__(self, name: str) -> Any:
