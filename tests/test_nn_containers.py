@@ -27,6 +27,18 @@ def same_structure(ours, theirs):
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
 
 
+def same_after(build, operations, lib_of=lambda lib: lib.nn):
+    """Each of ``operations(container, namespace)`` leaves the two libraries' containers alike."""
+    for operation in operations:
+        ours, theirs = both(build)
+        operation(ours, lib_of(tn))
+        operation(theirs, lib_of(torch))
+        same_structure(ours, theirs)
+        assert len(ours) == len(theirs)
+        if hasattr(theirs, "keys"):
+            assert list(ours.keys()) == list(theirs.keys()) == list(ours)
+
+
 # ----------------------------------------------------------------------------- Sequential
 def test_sequential_of_an_ordered_dict_keeps_the_names():
     ours, theirs = both(lambda nn, lib: nn.Sequential(OrderedDict([("fc", nn.Linear(2, 3)), ("act", nn.ReLU()),
@@ -43,16 +55,11 @@ def test_sequential_list_operations_match_torch():
     def build(nn, lib):
         return nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 3))
 
-    for operation in (lambda s, nn: s.append(nn.Tanh()), lambda s, nn: s.insert(1, nn.Sigmoid()),
-                      lambda s, nn: s.insert(-1, nn.Sigmoid()), lambda s, nn: s.extend([nn.Tanh(), nn.ReLU()]),
-                      lambda s, nn: s.__delitem__(0), lambda s, nn: s.__delitem__(slice(0, 2)),
-                      lambda s, nn: s.pop(1), lambda s, nn: s.__setitem__(-1, nn.Tanh()),
-                      lambda s, nn: s.__iadd__(nn.Sequential(nn.Tanh()))):
-        ours, theirs = both(build)
-        operation(ours, tn.nn)
-        operation(theirs, torch.nn)
-        same_structure(ours, theirs)
-        assert len(ours) == len(theirs)
+    same_after(build, (lambda s, nn: s.append(nn.Tanh()), lambda s, nn: s.insert(1, nn.Sigmoid()),
+                       lambda s, nn: s.insert(-1, nn.Sigmoid()), lambda s, nn: s.extend([nn.Tanh(), nn.ReLU()]),
+                       lambda s, nn: s.__delitem__(0), lambda s, nn: s.__delitem__(slice(0, 2)),
+                       lambda s, nn: s.pop(1), lambda s, nn: s.__setitem__(-1, nn.Tanh()),
+                       lambda s, nn: s.__iadd__(nn.Sequential(nn.Tanh()))))
     ours, theirs = both(build)
     same_structure(ours + ours, theirs + theirs)
     same_structure(ours * 2, theirs * 2)
@@ -71,14 +78,10 @@ def test_module_list_operations_and_repr_match_torch():
 
     ours, theirs = both(build)
     same_structure(ours, theirs)
-    for operation in (lambda m, nn: m.append(nn.Tanh()), lambda m, nn: m.insert(0, nn.Tanh()),
-                      lambda m, nn: m.extend([nn.Tanh()]), lambda m, nn: m.__delitem__(1),
-                      lambda m, nn: m.__delitem__(slice(1, 3)), lambda m, nn: m.pop(-1),
-                      lambda m, nn: m.__setitem__(0, nn.Tanh()), lambda m, nn: m.__iadd__([nn.Tanh()])):
-        ours, theirs = both(build)
-        operation(ours, tn.nn)
-        operation(theirs, torch.nn)
-        same_structure(ours, theirs)
+    same_after(build, (lambda m, nn: m.append(nn.Tanh()), lambda m, nn: m.insert(0, nn.Tanh()),
+                       lambda m, nn: m.extend([nn.Tanh()]), lambda m, nn: m.__delitem__(1),
+                       lambda m, nn: m.__delitem__(slice(1, 3)), lambda m, nn: m.pop(-1),
+                       lambda m, nn: m.__setitem__(0, nn.Tanh()), lambda m, nn: m.__iadd__([nn.Tanh()])))
     same_structure(ours[1:3], theirs[1:3])
     same_structure(ours + ours, theirs + theirs)
     with pytest.raises(IndexError):
@@ -93,15 +96,10 @@ def test_module_dict_matches_torch():
 
     ours, theirs = both(build)
     same_structure(ours, theirs)
-    for operation in (lambda m, nn: m.update({"z": nn.Tanh(), "a": nn.ReLU()}),
-                      lambda m, nn: m.update([("z", nn.Tanh())]), lambda m, nn: m.pop("conv"),
-                      lambda m, nn: m.__setitem__("act", nn.Tanh()), lambda m, nn: m.__delitem__("act"),
-                      lambda m, nn: m.clear()):
-        ours, theirs = both(build)
-        operation(ours, tn.nn)
-        operation(theirs, torch.nn)
-        same_structure(ours, theirs)
-        assert list(ours.keys()) == list(theirs.keys()) and list(ours) == list(theirs) and len(ours) == len(theirs)
+    same_after(build, (lambda m, nn: m.update({"z": nn.Tanh(), "a": nn.ReLU()}),
+                       lambda m, nn: m.update([("z", nn.Tanh())]), lambda m, nn: m.pop("conv"),
+                       lambda m, nn: m.__setitem__("act", nn.Tanh()), lambda m, nn: m.__delitem__("act"),
+                       lambda m, nn: m.clear()))
     ours, theirs = both(build)
     assert "act" in ours and isinstance(ours["act"], tn.nn.ReLU)
     for bad in (lambda m: m.update(3), lambda m: m.update([("a",)]), lambda m: m.__setitem__("a.b", m["act"]),
@@ -140,13 +138,10 @@ def test_parameter_dict_matches_torch():
     ours, theirs = both(build)
     same_structure(ours, theirs)
     assert list(ours) == list(theirs) == ["a", "b"]
-    for operation in (lambda d, lib: d.update(OrderedDict([("z", lib.ones(1)), ("c", lib.ones(2))])),
-                      lambda d, lib: d.pop("a"), lambda d, lib: d.setdefault("q", lib.ones(3)),
-                      lambda d, lib: d.popitem(), lambda d, lib: d.__delitem__("b"), lambda d, lib: d.clear()):
-        ours, theirs = both(build)
-        operation(ours, tn)
-        operation(theirs, torch)
-        same_structure(ours, theirs)
+    same_after(build, (lambda d, lib: d.update(OrderedDict([("z", lib.ones(1)), ("c", lib.ones(2))])),
+                       lambda d, lib: d.pop("a"), lambda d, lib: d.setdefault("q", lib.ones(3)),
+                       lambda d, lib: d.popitem(), lambda d, lib: d.__delitem__("b"), lambda d, lib: d.clear()),
+               lib_of=lambda lib: lib)
     ours, theirs = both(build)
     same_structure(ours | tn.nn.ParameterDict({"c": tn.ones(1)}), theirs | torch.nn.ParameterDict({"c": torch.ones(1)}))
     assert ours.get("zz", 5) == 5 and "a" in ours

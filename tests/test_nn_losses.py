@@ -188,6 +188,14 @@ def test_pointwise_loss_errors_match_torch(device):
     same_error(lambda lib, x, y: F(lib).kl_div(x, y, reduction="xx"), np.ones(2), np.zeros(2), device=device)
     same_error(lambda lib, x, y: F(lib).mse_loss(x, y, weight=lib.ones(2)), np.ones((2, 2)), np.zeros((2, 2)),
                device=device)
+    # Class and element weights are constants of these losses (PyTorch refuses weights that require grad).
+    same_error(lambda lib, x, w: F(lib).cross_entropy(x, lib.tensor([0, 1]), weight=w), LOGITS[:2], WEIGHT,
+               device=device)
+    same_error(lambda lib, x, w: F(lib).nll_loss(x, lib.tensor([0, 1]), weight=w), LOGITS[:2], WEIGHT, device=device)
+    same_error(lambda lib, x, w: F(lib).binary_cross_entropy(x, x.detach(), weight=w), PROBS[0], WEIGHT,
+               device=device)
+    same_error(lambda lib, x, w: F(lib).binary_cross_entropy_with_logits(x, x.detach(), pos_weight=w), LOGITS[0],
+               WEIGHT, device=device)
 
 
 MODULES = [

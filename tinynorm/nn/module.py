@@ -174,12 +174,17 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return module
 
-    def get_parameter(self, target: str) -> Parameter:
-        """The parameter at the dotted path ``target`` (``'layer.0.weight'``)."""
+    def _member(self, target: str) -> tuple["Module", str]:
+        """The module holding the dotted path ``target`` and the last name, checked to exist there."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if not hasattr(module, name):
             raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        return module, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``'layer.0.weight'``)."""
+        module, name = self._member(target)
         param = getattr(module, name)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + name + "` is not an nn.Parameter")
@@ -187,10 +192,7 @@ class Module:
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at the dotted path ``target`` (``'bn.running_mean'``)."""
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        module, name = self._member(target)
         if name not in module._buffers:
             raise AttributeError("`" + name + "` is not a buffer")
         return getattr(module, name)

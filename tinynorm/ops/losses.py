@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..autograd import grad_mode
 from ..autograd.function import Context, Function
 from ..tensor import Tensor, on_device
 from .shape import check_indices
@@ -57,6 +58,13 @@ def _divide(xp: Any, total: Any, divisor: Any) -> Any:
     whose targets are all ignored."""
     with np.errstate(invalid="ignore", divide="ignore"):  # host arrays only; device arrays never warn
         return total / divisor
+
+
+def constant_argument(value: Any, function: str, argument: str) -> None:
+    """PyTorch's error for a weight that requires grad where its loss has no gradient for it."""
+    if isinstance(value, Tensor) and value.requires_grad and grad_mode._state.enabled:
+        raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{argument}'. "
+                           "This input cannot have requires_grad True.")
 
 
 def _mean_divisor(kept: int) -> float:
@@ -186,6 +194,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: bool 
              ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at class indices ``target`` (N, ...)."""
     reduction = reduction_of(reduction, size_average, reduce)
+    constant_argument(weight, "nll_loss_forward", "weight")
     weight = _class_weight(weight, input, "nll_loss")
     rows, flat_target, shape = _class_target(input, target, "nll_loss")
     kept = check_indices(input._backend, flat_target, rows.shape[1], "nll_loss", "target values", ignore_index)
@@ -202,6 +211,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: 
     _check_smoothing(label_smoothing)
     if isinstance(target, Tensor) and target.dtype.kind == "f" and target.shape == input.shape:
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
+    constant_argument(weight, "nll_loss_forward", "weight")
     weight = _class_weight(weight, input, "cross_entropy")
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)

@@ -19,7 +19,7 @@ from ..autograd.function import Context, Function
 from ..tensor import Tensor, on_device
 from .activation import Softplus
 from .elementwise import where
-from .losses import reduce_tensor, reduction_of
+from .losses import constant_argument, reduce_tensor, reduction_of
 
 _LOG_FLOOR = -100.0  # PyTorch clamps BCE's logarithms here, so log(0) gives a finite loss
 _EPSILON = float(np.float32(1e-12))  # PyTorch clamps x (1 - x) at 1e-12 rounded to float32
@@ -163,6 +163,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_av
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the input size "
                          f"({_size(input)}) is deprecated. Please ensure they have the same size.")
+    constant_argument(weight, "binary_cross_entropy", "weight")
     _check_unit_interval(input, "input")
     _check_unit_interval(target, "target")
     if weight is not None:
@@ -181,6 +182,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     target = on_device(target, input.device, "binary_cross_entropy_with_logits", "target is", "input is")
     if target.shape != input.shape:
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size ({_size(input)})")
+    constant_argument(weight, "binary_cross_entropy_with_logits", "weight")
+    constant_argument(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     softplus = Softplus.apply(-input, 1.0, math.inf)  # log(1 + exp(-x)), stable for every x
     if pos_weight is not None:
         pos_weight = on_device(pos_weight, input.device, "binary_cross_entropy_with_logits", "pos_weight is",
