@@ -5,6 +5,8 @@ upstream gradient, and the error class for bad input. Used by the ``tests/test_n
 A test writes the call once, as ``fn(lib, *inputs)`` with ``lib`` either ``tinynorm`` or ``torch``;
 inputs are numpy arrays (float64 unless given otherwise) that become leaves requiring grad.
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -16,16 +18,35 @@ ERRORS = (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError, 
           AttributeError)
 
 
+class OnDevice:
+    """``tinynorm`` with its tensor-making functions putting tensors on ``device`` by default, so a
+    test's ``lib.tensor(target)`` lands beside the inputs."""
+
+    MAKERS = ("tensor", "ones", "zeros", "full", "empty", "rand", "randn", "arange", "eye")
+
+    def __init__(self, device):
+        self.device = device
+
+    def __getattr__(self, name):
+        value = getattr(tn, name)
+        return functools.partial(value, device=self.device) if name in self.MAKERS else value
+
+
+def library(lib, device):
+    """What a test's ``fn(lib, ...)`` receives: torch, or tinynorm making tensors on ``device``."""
+    return lib if lib is torch or device == "cpu" else OnDevice(device)
+
+
 def leaves(lib, arrays, device, requires_grad=True):
     """Each array as a tensor of ``lib`` (on ``device`` for tinynorm); float ones require grad."""
     made = []
     for a in arrays:
         a = np.asarray(a)
         grad = requires_grad and a.dtype.kind == "f"
-        if lib is tn:
-            made.append(tn.tensor(a, device=device, requires_grad=grad))
-        else:
+        if lib is torch:
             made.append(torch.tensor(a, requires_grad=grad))
+        else:
+            made.append(tn.tensor(a, device=device, requires_grad=grad))
     return made
 
 
@@ -44,11 +65,11 @@ def run(lib, fn, arrays, device, seed=0):
     """``(output, grads)`` of ``fn(lib, *leaves)`` after backpropagating a random upstream gradient
     from the first output (grads None where an input gets none)."""
     inputs = leaves(lib, arrays, device)
-    out = fn(lib, *inputs)
+    out = fn(library(lib, device), *inputs)
     first = out[0] if isinstance(out, (tuple, list)) else out
     if first.requires_grad:
         upstream = np.random.default_rng(seed).standard_normal(tuple(first.shape)).astype(host(first).dtype)
-        first.backward(tn.tensor(upstream, device=device) if lib is tn else torch.tensor(upstream))
+        first.backward(torch.tensor(upstream) if lib is torch else tn.tensor(upstream, device=device))
     grads = [None if x.grad is None else host(x.grad) for x in inputs]
     return host(out), grads
 
@@ -86,7 +107,7 @@ def same_error(fn, *arrays, device="cpu"):
     with pytest.raises(ERRORS) as theirs:
         fn(torch, *leaves(torch, arrays, device))
     with pytest.raises(ERRORS) as ours:
-        fn(tn, *leaves(tn, arrays, device))
+        fn(library(tn, device), *leaves(tn, arrays, device))
     assert ours.type is theirs.type, f"PyTorch raised {theirs.type.__name__}: {theirs.value}; tinynorm " \
                                      f"{ours.type.__name__}: {ours.value}"
     return str(ours.value)
