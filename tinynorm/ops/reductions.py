@@ -106,6 +106,24 @@ class Var(Function):
         return grad * centered * (2 / ctx.divisor if ctx.divisor else math.inf)
 
 
+class Std(Var):
+    """sqrt(var): d std / dx = d var / dx / (2 std), and 0 where std is 0 (a constant row), as in PyTorch."""
+
+    backward_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
+        out = ctx.xp.sqrt(Var.forward(ctx, x, dims, keepdim, correction))
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        xp = ctx.xp
+        zero = ctx.out == 0
+        return Var.backward(ctx, xp.where(zero, 0, grad / xp.where(zero, 1, 2 * ctx.out)))
+
+
 class Amax(Function):
     """The largest values: the gradient is shared evenly among the elements that attain them."""
 
@@ -153,7 +171,8 @@ def var(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 
 
 
 def std(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
-    return var(x, dim, keepdim, correction=correction, **numpy_names).sqrt()
+    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "std")
+    return Std.apply(x, dims, keepdim, correction)
 
 
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
