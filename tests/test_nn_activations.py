@@ -11,11 +11,6 @@ from nn_compare import same, same_error, torch
 from tinynorm.autograd import gradcheck
 
 
-@pytest.fixture(params=["cpu"])
-def device(request):
-    return request.param
-
-
 # Values around every kink (0, +-3 for the hard functions), both tails, and the thresholds of softplus.
 X = np.concatenate([np.linspace(-6, 6, 25), [-3.0, 3.0, 0.0, -40.0, 40.0, 19.9, 20.1, -1e-9, 1e-9]])
 

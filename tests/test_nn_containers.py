@@ -27,6 +27,15 @@ def same_structure(ours, theirs):
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
 
 
+def raises_as_torch(call, ours, theirs):
+    """``call(theirs)`` raises, and ``call(ours)`` raises the same class; tinynorm's error is returned."""
+    with pytest.raises(Exception) as theirs_error:
+        call(theirs)
+    with pytest.raises(theirs_error.type) as ours_error:
+        call(ours)
+    return ours_error, theirs_error
+
+
 def same_after(build, operations, lib_of=lambda lib: lib.nn):
     """Each of ``operations(container, namespace)`` leaves the two libraries' containers alike."""
     for operation in operations:
@@ -65,10 +74,7 @@ def test_sequential_list_operations_match_torch():
     same_structure(ours * 2, theirs * 2)
     same_structure(ours[::-1], theirs[::-1])
     for bad in (lambda s: s[3], lambda s: s.insert(5, s[0]), lambda s: s + [1], lambda s: s * 0, lambda s: s * 1.5):
-        with pytest.raises(Exception) as theirs_error:
-            bad(theirs)
-        with pytest.raises(theirs_error.type):
-            bad(ours)
+        raises_as_torch(bad, ours, theirs)
 
 
 # ----------------------------------------------------------------------------- ModuleList, ModuleDict
@@ -104,10 +110,7 @@ def test_module_dict_matches_torch():
     assert "act" in ours and isinstance(ours["act"], tn.nn.ReLU)
     for bad in (lambda m: m.update(3), lambda m: m.update([("a",)]), lambda m: m.__setitem__("a.b", m["act"]),
                 lambda m: m.__setitem__(1, m["act"])):
-        with pytest.raises(Exception) as theirs_error:
-            bad(theirs)
-        with pytest.raises(theirs_error.type):
-            bad(ours)
+        raises_as_torch(bad, ours, theirs)
 
 
 # ----------------------------------------------------------------------------- ParameterList, ParameterDict
@@ -183,11 +186,8 @@ def test_get_submodule_parameter_and_buffer_match_torch():
     for call in (lambda m: m.get_submodule("body.7"), lambda m: m.get_submodule("body.0.weight"),
                  lambda m: m.get_parameter("body.1.running_mean"), lambda m: m.get_parameter("head.nothing"),
                  lambda m: m.get_buffer("body.0.weight"), lambda m: m.get_buffer("nothing.x")):
-        with pytest.raises(AttributeError) as theirs_error:
-            call(theirs)
-        with pytest.raises(AttributeError) as ours_error:
-            call(ours)
-        assert str(ours_error.value) == str(theirs_error.value)
+        ours_error, theirs_error = raises_as_torch(call, ours, theirs)
+        assert ours_error.type is AttributeError and str(ours_error.value) == str(theirs_error.value)
 
 
 def test_registration_errors_match_torch():
@@ -197,10 +197,7 @@ def test_registration_errors_match_torch():
                  lambda m, nn, lib: m.register_buffer("b", 3),
                  lambda m, nn, lib: m.register_parameter("p", lib.ones(2)),
                  lambda m, nn, lib: m.register_buffer("training", lib.ones(2))):
-        with pytest.raises(Exception) as theirs_error:
-            call(torch.nn.Linear(2, 2), torch.nn, torch)
-        with pytest.raises(theirs_error.type):
-            call(tn.nn.Linear(2, 2), tn.nn, tn)
+        raises_as_torch(lambda lib: call(lib.nn.Linear(2, 2), lib.nn, lib), tn, torch)
 
 
 def test_named_members_with_shared_modules_match_torch():
@@ -219,6 +216,28 @@ def test_named_members_with_shared_modules_match_torch():
     model, reference = both(Block.build)
     assert [n for n, _ in model.named_buffers()] == [n for n, _ in reference.named_buffers()]
     assert [n for n, _ in model.named_buffers(recurse=False)] == []
+
+
+def test_state_dict_options_and_shared_modules_match_torch():
+    """A module reached by two paths is saved under both names (so PyTorch's checkpoint of a model with a
+    shared layer loads strictly); ``prefix``, ``keep_vars`` and ``destination`` as PyTorch's."""
+    def build(nn, lib):
+        shared = nn.Linear(2, 2)
+        return nn.Sequential(shared, nn.BatchNorm1d(2), shared)
+
+    ours, theirs = both(build)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict(prefix="model.")) == list(theirs.state_dict(prefix="model."))
+    kept = ours.state_dict(keep_vars=True)
+    assert kept["0.weight"] is ours[0].weight and kept["2.weight"] is ours[0].weight
+    detached = ours.state_dict()["2.weight"]
+    assert not detached.requires_grad and np.shares_memory(detached.numpy(), ours[0].weight.numpy())
+    destination = OrderedDict(step=1)
+    assert ours.state_dict(destination=destination) is destination
+    assert list(destination) == ["step"] + list(theirs.state_dict())
+    checkpoint = {key: tn.tensor(value.detach().numpy()) for key, value in theirs.state_dict().items()}
+    ours.load_state_dict(checkpoint)
+    np.testing.assert_array_equal(ours[2].weight.numpy(), theirs[2].weight.detach().numpy())
 
 
 def test_dtype_methods_and_requires_grad_match_torch():
@@ -251,6 +270,12 @@ LAYERS = {
     "Conv2d": lambda nn, lib: nn.Conv2d(3, 8, 3), "Conv2d pad": lambda nn, lib: nn.Conv2d(3, 8, 3, padding=1, bias=False),
     "LayerNorm": lambda nn, lib: nn.LayerNorm(4), "LayerNorm shape": lambda nn, lib: nn.LayerNorm((4, 5), 1e-6, False),
     "RMSNorm": lambda nn, lib: nn.RMSNorm(4), "RMSNorm eps": lambda nn, lib: nn.RMSNorm([4], eps=1e-6),
+    "BatchNorm2d": lambda nn, lib: nn.BatchNorm2d(3),
+    "BatchNorm1d options": lambda nn, lib: nn.BatchNorm1d(3, 1e-3, None, False, False),
+    "BatchNorm3d nobias": lambda nn, lib: nn.BatchNorm3d(3, momentum=0.01, bias=False),
+    "SyncBatchNorm": lambda nn, lib: nn.SyncBatchNorm(4), "InstanceNorm1d": lambda nn, lib: nn.InstanceNorm1d(3),
+    "InstanceNorm2d affine": lambda nn, lib: nn.InstanceNorm2d(3, affine=True, track_running_stats=True),
+    "GroupNorm": lambda nn, lib: nn.GroupNorm(2, 4), "GroupNorm options": lambda nn, lib: nn.GroupNorm(1, 4, 1e-6, False),
     "Flatten": lambda nn, lib: nn.Flatten(), "Flatten dims": lambda nn, lib: nn.Flatten(0, 2),
     "Embedding": lambda nn, lib: nn.Embedding(5, 2, padding_idx=1),
     "Nested": lambda nn, lib: nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Linear(3, 3), nn.Dropout()),

@@ -11,11 +11,6 @@ import tinynorm as tn
 from nn_compare import same, same_error, torch
 
 
-@pytest.fixture(params=["cpu"])
-def device(request):
-    return request.param
-
-
 RNG = np.random.default_rng(0)
 
 
@@ -190,6 +185,24 @@ def test_embedding_module_matches_torch(device):
     same_error(lambda lib, t: lib.nn.Embedding(3, 2)(lib.tensor([1.0])), pretrained, device=device)
     with pytest.raises(NotImplementedError, match="sparse"):
         tn.nn.Embedding(3, 2, sparse=True)
+
+
+def test_embedding_module_trains_on_the_device_as_torch(device):
+    """A table moved to the device: lookups, the gradient (none for the padding row) and max_norm's
+    in-place renormalization of the looked-up rows, as PyTorch's."""
+    weight, ids = RNG.standard_normal((6, 3)) * 2, np.array([[0, 2, 4], [4, 5, 2]])
+    upstream = RNG.standard_normal((2, 3, 3))
+    options = dict(freeze=False, padding_idx=2, max_norm=1.5)
+    ours = tn.nn.Embedding.from_pretrained(tn.tensor(weight), **options).to(device)
+    theirs = torch.nn.Embedding.from_pretrained(torch.tensor(weight), **options)
+    out = ours(tn.tensor(ids, device=device))
+    expected = theirs(torch.tensor(ids))
+    out.backward(tn.tensor(upstream, device=device))
+    expected.backward(torch.tensor(upstream))
+    assert ours.weight.device == device
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.weight.detach().numpy(), theirs.weight.detach().numpy(), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------- attention

@@ -16,11 +16,6 @@ from nn_compare import torch
 init = tn.nn.init
 
 
-@pytest.fixture(params=["cpu"])
-def device(request):
-    return request.param
-
-
 NONLINEARITIES = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
                   "sigmoid", "tanh", "relu", "leaky_relu", "selu"]
 

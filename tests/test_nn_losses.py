@@ -11,11 +11,6 @@ from nn_compare import same, same_error, torch
 from tinynorm.autograd import gradcheck
 
 
-@pytest.fixture(params=["cpu"])
-def device(request):
-    return request.param
-
-
 RNG = np.random.default_rng(0)
 LOGITS = RNG.standard_normal((6, 4)) * 2
 LOGITS_4D = RNG.standard_normal((3, 4, 2, 2))

@@ -11,11 +11,6 @@ import tinynorm as tn
 from nn_compare import same, same_error, torch
 
 
-@pytest.fixture(params=["cpu"])
-def device(request):
-    return request.param
-
-
 RNG = np.random.default_rng(0)
 X1 = RNG.standard_normal((2, 3, 9))
 X2 = RNG.standard_normal((2, 2, 7, 6))

@@ -1,7 +1,8 @@
 """The nn API tests (``tests/test_nn_*.py``) on ``device='cuda'``, in Numba's CUDA simulator: a chosen
 subset of each file's cases (the simulator runs every kernel in Python), covering each function family
 once: activations and their in-place forms, losses with weights and probability targets, every pooling
-path, pad modes, interpolate modes, norms, lookups, attention masks, dropouts and init. The
+path, pad modes, interpolate modes, norms, lookups, attention masks, dropouts, init, normalization
+layers without bias, and loss, pooling, resizing and embedding modules moved to the device. The
 device-independent tests (reprs, containers) and finite differences (``gradcheck`` is host-only) run
 on the CPU only. Run by ``test_cuda_simulator.py`` (or ``NUMBA_ENABLE_CUDASIM=1 python -m pytest <this file>``).
 """
@@ -19,6 +20,7 @@ import test_nn_activations as activations  # noqa: E402
 import test_nn_functional as functional  # noqa: E402
 import test_nn_init as init  # noqa: E402
 import test_nn_losses as losses  # noqa: E402
+import test_nn_normalization_options as norms  # noqa: E402
 import test_nn_pooling as pooling  # noqa: E402
 
 DEVICE = "cuda"
@@ -100,6 +102,21 @@ def test_norms_lookups_and_dropouts():
 @pytest.mark.parametrize("index", [1, 4, 6])  # causal, a bool mask with a blocked row, a float mask with -inf
 def test_attention(index):
     functional.test_scaled_dot_product_attention_matches_torch(index, DEVICE)
+
+
+@pytest.mark.parametrize("name", ["BatchNorm1d cumulative", "BatchNorm2d", "InstanceNorm1d", "GroupNorm"])
+def test_norm_layers_without_bias(name):
+    norms.test_layers_without_bias_match_torch(name, DEVICE)
+
+
+def test_modules_on_the_device():
+    losses.test_loss_modules_match_torch(1, DEVICE)  # CrossEntropyLoss(label_smoothing, ignore_index)
+    losses.test_loss_modules_match_torch(9, DEVICE)  # BCEWithLogitsLoss
+    losses.test_loss_module_weights_are_buffers_that_move_and_save(DEVICE)
+    pooling.test_pooling_modules_match_torch(7, DEVICE)
+    pooling.test_pooling_modules_match_torch(15, DEVICE)
+    functional.test_upsample_modules_match_torch(functional.UPSAMPLES[2], DEVICE)
+    functional.test_embedding_module_trains_on_the_device_as_torch(DEVICE)
 
 
 def test_init():

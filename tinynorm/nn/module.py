@@ -8,7 +8,7 @@ BatchNorm's running statistics; a non-persistent buffer is left out of the state
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -342,17 +342,20 @@ class Module:
         return self.to("cuda" if device is None else device)
 
     # -------------------------------------------------------------------------- state dict
-    def state_dict(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
-        """Parameters and persistent buffers by dotted name, as detached tensors sharing memory."""
-        state: OrderedDict[str, Tensor] = OrderedDict()
-        for module_name, module in self.named_modules(prefix=prefix.rstrip(".")):
+    def state_dict(self, *, destination: "MutableMapping[str, Tensor] | None" = None, prefix: str = "",
+                   keep_vars: bool = False) -> "MutableMapping[str, Tensor]":
+        """Parameters and persistent buffers by dotted name, as detached tensors sharing memory (the
+        tensors themselves with ``keep_vars=True``), added to ``destination`` when given. A module
+        reached by two paths is listed under both, as in PyTorch."""
+        state = OrderedDict() if destination is None else destination
+        for module_name, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             dotted = f"{module_name}." if module_name else ""
             for name, param in module._parameters.items():
                 if param is not None:
-                    state[dotted + name] = param.detach()
+                    state[dotted + name] = param if keep_vars else param.detach()
             for name, buffer in module._buffers.items():
                 if buffer is not None and name not in module._non_persistent:
-                    state[dotted + name] = buffer.detach()
+                    state[dotted + name] = buffer if keep_vars else buffer.detach()
         return state
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
