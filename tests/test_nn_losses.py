@@ -95,6 +95,61 @@ def test_classification_loss_errors_match_torch(device):
         ce(tn.tensor(LOGITS[:3], device=device), tn.tensor([0, 1, 4], device=device))
 
 
+LOSSES_OF_TWO = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy",
+                 "binary_cross_entropy_with_logits", "cross_entropy", "nll_loss"]
+
+
+@pytest.mark.parametrize("name", LOSSES_OF_TWO)
+@pytest.mark.parametrize("bad, kind", [([0.5, 0.5, 0.5], "list"), (None, "NoneType"), (np.full(3, 0.5), "numpy.ndarray")])
+def test_losses_refuse_what_is_not_a_tensor_naming_the_argument(name, bad, kind, device):
+    x = tn.full((3,), 0.5, device=device)
+    loss = getattr(F(tn), name)
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'target' must be Tensor, not {kind}"):
+        loss(x, bad)
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' must be Tensor"):
+        loss(bad, x)
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")  # kl_div's, in both libraries
+def test_loss_options_of_the_wrong_type_raise_type_errors_as_torch(device):
+    target = np.array([0, 1, 2])
+    for options in ({"label_smoothing": "0.1"}, {"label_smoothing": None}, {"ignore_index": "a"},
+                    {"weight": [1.0, 2.0, 3.0]}, {"reduction": None}):
+        message = same_error(lambda lib, x: F(lib).cross_entropy(x, lib.tensor(target), **options), LOGITS[:3, :3],
+                             device=device)
+        assert str(next(iter(options))) in message
+    for name, options in (("smooth_l1_loss", {"beta": "1"}), ("huber_loss", {"delta": None}),
+                          ("kl_div", {"log_target": "yes"})):
+        message = same_error(lambda lib, x: getattr(F(lib), name)(x, x.detach(), **options), LOGITS[0],
+                             device=device)
+        assert next(iter(options)) in message
+    with pytest.raises(TypeError, match="label_smoothing must be a number, got '0.1'"):
+        tn.nn.CrossEntropyLoss(label_smoothing="0.1")(tn.tensor(LOGITS, device=device), tn.tensor(TARGET % 4,
+                                                                                                  device=device))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_inputs_without_classes_match_torch(reduction, device):
+    for name in ("cross_entropy", "nll_loss"):
+        same(lambda lib, x: getattr(F(lib), name)(x, lib.full((4,), -100), reduction=reduction), np.zeros((4, 0)),
+             device=device)
+        same(lambda lib, x: getattr(F(lib), name)(x, lib.zeros(0, dtype=lib.int64), reduction=reduction),
+             np.zeros((0, 0)), device=device)
+        message = same_error(lambda lib, x: getattr(F(lib), name)(x, lib.tensor([0, -100, 2, 1])), np.zeros((4, 0)),
+                             device=device)
+        assert "no classes" in message and "3 other targets" in message
+
+
+def test_negative_and_large_targets_are_index_errors_naming_them(device):
+    for options in (lambda lib: {}, lambda lib: {"weight": lib.ones(3, dtype=lib.float64)},
+                    lambda lib: {"label_smoothing": 0.1}):
+        message = same_error(lambda lib, x: F(lib).cross_entropy(x, lib.tensor([0, -3, 1, 7]), **options(lib)),
+                             LOGITS[:4, :3], device=device)
+        assert "must be in [0, 2]" in message and "[-3, 7]" in message
+    message = same_error(lambda lib, x: F(lib).cross_entropy(x, lib.rand(3, 2)), LOGITS[:3, :3], device=device)
+    assert "probability targets must have the input's shape [3, 3], got [3, 2]" in message
+
+
 ELEMENTWISE = {
     "mse": lambda lib, r: lambda x, y: F(lib).mse_loss(x, y, reduction=r),
     "l1": lambda lib, r: lambda x, y: F(lib).l1_loss(x, y, reduction=r),

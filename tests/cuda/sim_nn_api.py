@@ -55,6 +55,9 @@ def test_loss_edge_cases():
     losses.test_binary_cross_entropy_at_saturated_probabilities_matches_torch(DEVICE)
     losses.test_binary_cross_entropy_with_logits_weights_match_torch(DEVICE)
     losses.test_classification_loss_errors_match_torch(DEVICE)
+    losses.test_inputs_without_classes_match_torch("mean", DEVICE)
+    losses.test_negative_and_large_targets_are_index_errors_naming_them(DEVICE)
+    losses.test_losses_refuse_what_is_not_a_tensor_naming_the_argument("cross_entropy", [1.0], "list", DEVICE)
 
 
 @pytest.mark.parametrize("name", ["smooth_l1", "huber", "kl_div", "bce_with_logits"])

@@ -13,14 +13,16 @@ log_softmax and nll_loss exactly as PyTorch builds them.
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
+from .._checks import check_number, check_same_device, check_tensor, type_name
 from ..autograd import grad_mode
 from ..autograd.function import Context, Function
-from ..tensor import Tensor, on_device
+from ..tensor import Tensor
 from .shape import check_indices
 from .softmax import log_softmax
 
@@ -44,6 +46,28 @@ def reduction_of(reduction: str, size_average: bool | None = None, reduce: bool 
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
+
+
+# ----------------------------------------------------------------------------- argument checks
+def loss_operands(op: str, input: Any, target: Any) -> Tensor:
+    """``target`` after checking that ``input`` and ``target`` are tensors on one device: a list or a
+    numpy array is PyTorch's ``mse_loss(): argument 'target' must be Tensor, not list``."""
+    check_tensor(op, "input", input)
+    return check_same_device(op, "target", check_tensor(op, "target", target), input.device)
+
+
+def optional_tensor(op: str, name: str, value: Any, input: Tensor) -> Tensor | None:
+    """A ``weight``-like argument: None, or a tensor on the input's device."""
+    if value is None:
+        return None
+    return check_same_device(op, name, check_tensor(op, name, value), input.device)
+
+
+def check_index(op: str, name: str, value: Any) -> int:
+    """An integer argument such as ``ignore_index`` (a bool counts, as in PyTorch)."""
+    if not isinstance(value, Integral):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type_name(value)}")
+    return int(value)
 
 
 def reduce_tensor(losses: Tensor, reduction: str) -> Tensor:
@@ -147,9 +171,12 @@ class NllLoss(Function):
 def _class_target(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tuple]:
     """(N, C, d1, ...) scores and (N, d1, ...) class indices as (rows, C) and (rows,) (targets as an
     array on the input's device; host data is copied there), and the shape of the unreduced loss."""
-    target_data = on_device(target, input.device, op, "target is", "input is").array
+    target_data = target.array
     if input.ndim == 0:
         raise ValueError(f"{op}: input must have shape (N, C), (N, C, d1, ...) or (C,), got a 0-d tensor")
+    if target_data.dtype.kind == "f" and target_data.ndim == input.ndim:
+        raise RuntimeError(f"{op}: class-probability targets must have the input's shape {list(input.shape)}, "
+                           f"got {list(target_data.shape)}")
     if target_data.dtype.kind not in "iu":
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtypes.type_name(target_data.dtype)}")
     if input.ndim == 1:
@@ -173,9 +200,9 @@ def _class_target(input: Tensor, target: Any, op: str) -> tuple[Tensor, Any, tup
 
 def _class_weight(weight: Any, input: Tensor, op: str) -> Tensor | None:
     """``weight`` as a tensor on the input's device, checked to hold one value per class."""
+    weight = optional_tensor(op.split()[0], "weight", weight, input)
     if weight is None:
         return None
-    weight = on_device(weight, input.device, op, "weight is", "input is")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if weight.ndim != 1 or weight.shape[0] != classes:
         prefix = "cross_entropy: " if op == "cross_entropy (probabilities)" else ""
@@ -184,20 +211,46 @@ def _class_weight(weight: Any, input: Tensor, op: str) -> Tensor | None:
     return weight
 
 
-def _check_smoothing(label_smoothing: float) -> None:
-    if not 0.0 <= label_smoothing <= 1.0:
+def _check_smoothing(label_smoothing: Any) -> float:
+    value = check_number("cross_entropy", "label_smoothing", label_smoothing)
+    if not 0.0 <= value <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    return value
+
+
+def _check_targets(input: Tensor, rows: Tensor, flat_target: Any, op: str, ignore_index: int) -> int:
+    """How many targets are not ``ignore_index``, after checking every other one indexes a class."""
+    if rows.shape[1] == 0:
+        outside, _ = input._backend.count_indices(flat_target, 0, ignore_index)
+        if outside:
+            raise IndexError(f"{op}: the input (shape {list(input.shape)}) has no classes, so every target must "
+                             f"be ignore_index ({ignore_index}); got {outside} other targets")
+        return 0
+    return check_indices(input._backend, flat_target, rows.shape[1], op, "target values", ignore_index)
+
+
+def _without_classes(rows: Tensor, shape: tuple, reduction: str) -> Tensor:
+    """The loss of inputs with no classes, whose targets are all ignored: zeros, summed to 0, and a
+    'mean' over no target is nan, as in PyTorch."""
+    losses = rows.sum(1)  # a sum over no classes: zeros, differentiable w.r.t. the (empty) input
+    if reduction == "none":
+        return losses.reshape(shape)
+    return losses.sum() / (float("nan") if reduction == "mean" else 1.0)
 
 
 # ----------------------------------------------------------------------------- public functions
 def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: bool | None = None,
              ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at class indices ``target`` (N, ...)."""
+    target = loss_operands("nll_loss", input, target)
     reduction = reduction_of(reduction, size_average, reduce)
+    ignore_index = check_index("nll_loss", "ignore_index", ignore_index)
     constant_argument(weight, "nll_loss_forward", "weight")
     weight = _class_weight(weight, input, "nll_loss")
     rows, flat_target, shape = _class_target(input, target, "nll_loss")
-    kept = check_indices(input._backend, flat_target, rows.shape[1], "nll_loss", "target values", ignore_index)
+    kept = _check_targets(input, rows, flat_target, "nll_loss", ignore_index)
+    if rows.shape[1] == 0:
+        return _without_classes(rows, shape, reduction)
     loss = NllLoss.apply(rows, flat_target, None if weight is None else weight.array, ignore_index, reduction, kept)
     return loss.reshape(shape) if reduction == "none" else loss
 
@@ -207,17 +260,21 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: 
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy between logits ``input`` (N, C, ...) and class indices ``target`` (N, ...),
     or class probabilities ``target`` of the input's shape."""
+    target = loss_operands("cross_entropy", input, target)
     reduction = reduction_of(reduction, size_average, reduce)
-    _check_smoothing(label_smoothing)
-    if isinstance(target, Tensor) and target.dtype.kind == "f" and target.shape == input.shape:
+    label_smoothing = _check_smoothing(label_smoothing)
+    ignore_index = check_index("cross_entropy", "ignore_index", ignore_index)
+    if target.dtype.kind == "f" and target.shape == input.shape:
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     constant_argument(weight, "nll_loss_forward", "weight")
     weight = _class_weight(weight, input, "cross_entropy")
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
     rows, flat_target, shape = _class_target(input, target, "cross_entropy")
-    kept = check_indices(input._backend, flat_target, rows.shape[1], "cross_entropy", "target values", ignore_index)
-    loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, float(label_smoothing), kept)
+    kept = _check_targets(input, rows, flat_target, "cross_entropy", ignore_index)
+    if rows.shape[1] == 0:
+        return _without_classes(rows, shape, reduction)
+    loss = CrossEntropy.apply(rows, flat_target, ignore_index, reduction, label_smoothing, kept)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
@@ -230,7 +287,6 @@ def _weighted_cross_entropy(input: Tensor, target: Any, weight: Tensor, ignore_i
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if smoothing == 0:
         return nll
-    target = on_device(target, input.device, "cross_entropy", "target is", "input is")
     valid = target != ignore_index
     shape = [1] * input.ndim
     shape[class_dim] = weight.shape[0]

@@ -15,20 +15,21 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_bool, check_number
 from ..autograd.function import Context, Function
-from ..tensor import Tensor, on_device
+from ..tensor import Tensor
 from .activation import Softplus
 from .elementwise import where
-from .losses import constant_argument, reduce_tensor, reduction_of
+from .losses import constant_argument, loss_operands, optional_tensor, reduce_tensor, reduction_of
 
 _LOG_FLOOR = -100.0  # PyTorch clamps BCE's logarithms here, so log(0) gives a finite loss
 _EPSILON = float(np.float32(1e-12))  # PyTorch clamps x (1 - x) at 1e-12 rounded to float32
 
 
 def _broadcast_target(input: Tensor, target: Any, op: str) -> tuple[Tensor, Tensor]:
-    """``input`` and ``target`` (host data copied to the input's device) broadcast to one shape, with
-    PyTorch's warning when the shapes differ and its error when they do not broadcast."""
-    target = on_device(target, input.device, op, "target is", "input is")
+    """``input`` and ``target`` (tensors on one device) broadcast to one shape, with PyTorch's warning
+    when the shapes differ and its error when they do not broadcast."""
+    target = loss_operands(op, input, target)
     if target.shape == input.shape:
         return input, target
     warnings.warn(f"Using a target size ({_size(target)}) that is different to the input size ({_size(input)}). "
@@ -54,10 +55,10 @@ def _size(t: Tensor) -> str:
     return f"torch.Size({list(t.shape)})"
 
 
-def _weighted(losses: Tensor, weight: Any, input: Tensor, reduction: str, mean_by_weight: bool) -> Tensor:
+def _weighted(losses: Tensor, weight: Any, input: Tensor, reduction: str, mean_by_weight: bool, op: str) -> Tensor:
     """Elementwise ``losses`` times ``weight`` (of the input's shape), reduced; PyTorch's weighted 'mean'
     divides by the summed weights for mse and l1 (``mean_by_weight``) and by the count for huber."""
-    weight = on_device(weight, input.device, "loss", "weight is", "input is")
+    weight = optional_tensor(op, "weight", weight, input)
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
     losses = losses * weight
@@ -72,7 +73,8 @@ def mse_loss(input: Tensor, target: Any, size_average: bool | None = None, reduc
     reduction = reduction_of(reduction, size_average, reduce)
     input, target = _broadcast_target(input, target, "mse_loss")
     squared = (input - target) ** 2
-    return reduce_tensor(squared, reduction) if weight is None else _weighted(squared, weight, input, reduction, True)
+    return reduce_tensor(squared, reduction) if weight is None else _weighted(squared, weight, input, reduction, True,
+                                                                                "mse_loss")
 
 
 def l1_loss(input: Tensor, target: Any, size_average: bool | None = None, reduce: bool | None = None,
@@ -81,12 +83,14 @@ def l1_loss(input: Tensor, target: Any, size_average: bool | None = None, reduce
     reduction = reduction_of(reduction, size_average, reduce)
     input, target = _broadcast_target(input, target, "l1_loss")
     absolute = (input - target).abs()
-    return reduce_tensor(absolute, reduction) if weight is None else _weighted(absolute, weight, input, reduction, True)
+    return reduce_tensor(absolute, reduction) if weight is None else _weighted(absolute, weight, input, reduction, True,
+                                                                                 "l1_loss")
 
 
 def smooth_l1_loss(input: Tensor, target: Any, size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (beta = 0: the L1 loss)."""
+    beta = check_number("smooth_l1_loss", "beta", beta)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     reduction = reduction_of(reduction, size_average, reduce)
@@ -102,14 +106,16 @@ def smooth_l1_loss(input: Tensor, target: Any, size_average: bool | None = None,
 def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float = 1.0,
                weight: Any = None) -> Tensor:
     """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere: smooth_l1_loss times delta."""
-    if delta <= 0:
+    delta = check_number("huber_loss", "delta", delta)
+    if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     reduction = reduction_of(reduction)
     input, target = _broadcast_target(input, target, "huber_loss")
     difference = input - target
     absolute = difference.abs()
     losses = where(absolute < delta, difference * difference * 0.5, (absolute - 0.5 * delta) * delta)
-    return reduce_tensor(losses, reduction) if weight is None else _weighted(losses, weight, input, reduction, False)
+    return reduce_tensor(losses, reduction) if weight is None else _weighted(losses, weight, input, reduction, False,
+                                                                               "huber_loss")
 
 
 class BinaryCrossEntropy(Function):
@@ -159,15 +165,15 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_av
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities ``input`` against targets in [0, 1] of the same shape."""
     reduction = reduction_of(reduction, size_average, reduce)
-    target = on_device(target, input.device, "binary_cross_entropy", "target is", "input is")
+    target = loss_operands("binary_cross_entropy", input, target)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the input size "
                          f"({_size(input)}) is deprecated. Please ensure they have the same size.")
     constant_argument(weight, "binary_cross_entropy", "weight")
     _check_unit_interval(input, "input")
     _check_unit_interval(target, "target")
+    weight = optional_tensor("binary_cross_entropy", "weight", weight, input)
     if weight is not None:
-        weight = on_device(weight, input.device, "binary_cross_entropy", "weight is", "input is")
         weight = weight.expand(broadcast_shape(target.shape, weight.shape))
     return BinaryCrossEntropy.apply(input, target, weight, reduction)
 
@@ -179,19 +185,20 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x); ``pos_weight`` weighs the positive targets
     (broadcast along the last dim, one per class)."""
     reduction = reduction_of(reduction, size_average, reduce)
-    target = on_device(target, input.device, "binary_cross_entropy_with_logits", "target is", "input is")
+    op = "binary_cross_entropy_with_logits"
+    target = loss_operands(op, input, target)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size ({_size(input)})")
-    constant_argument(weight, "binary_cross_entropy_with_logits", "weight")
-    constant_argument(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    constant_argument(weight, op, "weight")
+    constant_argument(pos_weight, op, "pos_weight")
+    weight, pos_weight = optional_tensor(op, "weight", weight, input), optional_tensor(op, "pos_weight", pos_weight,
+                                                                                       input)
     softplus = Softplus.apply(-input, 1.0, math.inf)  # log(1 + exp(-x)), stable for every x
     if pos_weight is not None:
-        pos_weight = on_device(pos_weight, input.device, "binary_cross_entropy_with_logits", "pos_weight is",
-                               "input is")
         softplus = softplus * ((pos_weight - 1) * target + 1)
     losses = (1 - target) * input + softplus
     if weight is not None:
-        losses = losses * on_device(weight, input.device, "binary_cross_entropy_with_logits", "weight is", "input is")
+        losses = losses * weight
     return reduce_tensor(losses, reduction)
 
 
@@ -200,6 +207,7 @@ def kl_div(input: Tensor, target: Any, size_average: bool | None = None, reduce:
     """KL(target || exp(input)) pointwise: t (log t - x), with 0 where t = 0 (``log_target``: target
     holds log t). 'batchmean' divides the sum by the batch size, the KL divergence of the math; 'mean'
     divides by every element, with PyTorch's warning."""
+    target = loss_operands("kl_div", input, target)
     if size_average is not None or reduce is not None:
         reduction = reduction_of(reduction, size_average, reduce)
     elif reduction == "mean":
@@ -209,8 +217,7 @@ def kl_div(input: Tensor, target: Any, size_average: bool | None = None, reduce:
                       UserWarning, stacklevel=2)
     if reduction != "batchmean":
         reduction = reduction_of(reduction)
-    target = on_device(target, input.device, "kl_div", "target is", "input is")
-    if log_target:
+    if check_bool("kl_div", "log_target", log_target):
         losses = target.exp() * (target - input)
     else:
         positive = target > 0
