@@ -2,9 +2,9 @@
 subset of each file's cases (the simulator runs every kernel in Python), covering each function family
 once: activations and their in-place forms, losses with weights and probability targets, every pooling
 path, pad modes, interpolate modes, norms, lookups, attention masks, dropouts, init, normalization
-layers without bias, and loss, pooling, resizing and embedding modules moved to the device. The
-device-independent tests (reprs, containers) and finite differences (``gradcheck`` is host-only) run
-on the CPU only. Run by ``test_cuda_simulator.py`` (or ``NUMBA_ENABLE_CUDASIM=1 python -m pytest <this file>``).
+layers without bias, loss, pooling, resizing and embedding modules moved to the device, and
+MultiheadAttention. The device-independent tests (reprs, containers) and finite differences
+(``gradcheck`` is host-only) run on the CPU only. Run by ``test_cuda_simulator.py`` (or ``NUMBA_ENABLE_CUDASIM=1 python -m pytest <this file>``).
 """
 import sys
 from pathlib import Path
@@ -22,6 +22,7 @@ import test_nn_init as init  # noqa: E402
 import test_nn_losses as losses  # noqa: E402
 import test_nn_normalization_options as norms  # noqa: E402
 import test_nn_pooling as pooling  # noqa: E402
+import test_nn_transformer as transformer  # noqa: E402
 
 DEVICE = "cuda"
 
@@ -127,3 +128,7 @@ def test_init():
     init.test_orthogonal_gives_orthonormal_rows_or_columns((4, 9), DEVICE)
     init.test_random_inits_draw_from_the_given_generator("kaiming_uniform_", DEVICE)
     init.test_inits_fill_parameters_in_place_without_recording(DEVICE)
+
+
+def test_multihead_attention():  # both mask kinds, weights and every projection (the encoder adds only norms)
+    transformer.test_multihead_attention_matches_torch("default", "both", DEVICE)

@@ -13,6 +13,10 @@ from .loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 )
 from .module import Module, Parameter
+from .multihead_attention import MultiheadAttention
+from .transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 from .attention import MultiheadSelfAttention
 from .blocks import ConvBlock, MLPBlock, TransformerBlock
 from .conv import Conv2d
@@ -45,6 +49,8 @@ __all__ = [
     "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "CosineSimilarity", "PairwiseDistance",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm",
     "RMSNorm", "SyncBatchNorm",
+    "MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer",
     "MultiheadSelfAttention", "ConvBlock", "MLPBlock", "TransformerBlock", "Residual",
     "freeze_batch_norm", "recompute_batch_norm_statistics", "unfreeze_batch_norm",
 ]

@@ -4,3 +4,4 @@ from ..activation import (  # noqa: F401
     ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
 )
 from ..attention import MultiheadSelfAttention  # noqa: F401
+from ..multihead_attention import MultiheadAttention  # noqa: F401
