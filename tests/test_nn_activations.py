@@ -34,6 +34,9 @@ ACTIVATIONS = {
     "gelu tanh": lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh"),
     "relu": lambda lib, x: lib.nn.functional.relu(x),
     "sigmoid": lambda lib, x: lib.nn.functional.sigmoid(x),
+    "hardshrink": lambda lib, x: lib.nn.functional.hardshrink(x, 3.0),  # X holds +-3: the kinks
+    "softshrink": lambda lib, x: lib.nn.functional.softshrink(x, 3.0),
+    "softshrink default": lambda lib, x: lib.nn.functional.softshrink(x),
 }
 
 
@@ -42,7 +45,7 @@ def test_activation_values_and_gradients_match_torch(name, device):
     same(ACTIVATIONS[name], X, device=device, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", ["silu", "elu", "celu", "softplus beta", "mish", "logsigmoid", "glu"])
+@pytest.mark.parametrize("name", ["silu", "elu", "celu", "softplus beta", "mish", "logsigmoid", "glu", "softshrink"])
 def test_new_functions_pass_gradcheck(name, device):
     fn = ACTIVATIONS.get(name, lambda lib, x: lib.nn.functional.glu(x, 0))
     x = tn.tensor(np.random.default_rng(0).standard_normal((4, 3)) * 3, device=device, requires_grad=True)
@@ -122,6 +125,9 @@ def test_activation_errors_match_torch(device):
     same_error(lambda lib, t: lib.nn.functional.gelu(t, approximate="x"), X, device=device)
     same_error(lambda lib, t: lib.nn.functional.hardtanh(t, 2.0, 1.0), X, device=device)
     same_error(lambda lib, t: lib.nn.functional.celu(t, alpha=0.0), X, device=device)
+    same_error(lambda lib, t: lib.nn.functional.softshrink(t, -1.0), X, device=device)
+    same_error(lambda lib, t: lib.nn.Softmax2d()(t), X, device=device)
+    same(lambda lib, t: lib.nn.Softmax2d()(t), np.random.default_rng(2).standard_normal((2, 3, 2, 2)), device=device)
 
 
 MODULES = [
@@ -133,7 +139,8 @@ MODULES = [
     lambda nn: nn.Softplus(2, 10), lambda nn: nn.PReLU(), lambda nn: nn.PReLU(3, 0.1), lambda nn: nn.Sigmoid(),
     lambda nn: nn.Tanh(), lambda nn: nn.Softmax(), lambda nn: nn.Softmax(dim=1), lambda nn: nn.LogSoftmax(-1),
     lambda nn: nn.Softmin(0), lambda nn: nn.Threshold(0.1, 20), lambda nn: nn.GLU(), lambda nn: nn.LogSigmoid(),
-    lambda nn: nn.Softsign(), lambda nn: nn.Tanhshrink(),
+    lambda nn: nn.Softsign(), lambda nn: nn.Tanhshrink(), lambda nn: nn.Hardshrink(), lambda nn: nn.Softshrink(0.3),
+    lambda nn: nn.Softmax2d(),
 ]
 
 

@@ -116,6 +116,54 @@ def test_upsample_modules_match_torch(make, device):
     same(lambda lib, t: make(lib.nn)(t), RNG.standard_normal((1, 2, 3, 4)), device=device)
 
 
+PADDING_LAYERS = [
+    (lambda nn: nn.ZeroPad1d(2), (2, 3, 4)), (lambda nn: nn.ZeroPad2d((1, 0, 2, 1)), (3, 4, 4)),
+    (lambda nn: nn.ZeroPad3d(1), (1, 2, 2, 2, 2)), (lambda nn: nn.ConstantPad1d((1, 2), 3.5), (3, 4)),
+    (lambda nn: nn.ConstantPad2d(1, -1), (1, 2, 3, 3)), (lambda nn: nn.ConstantPad3d((0, 1, 1, 0, 2, 0), 2.0),
+                                                          (2, 2, 2, 2)),
+    (lambda nn: nn.ReflectionPad1d((2, 1)), (2, 3, 4)), (lambda nn: nn.ReflectionPad2d(1), (1, 2, 3, 3)),
+    (lambda nn: nn.ReflectionPad3d(1), (1, 1, 2, 3, 3)), (lambda nn: nn.ReplicationPad1d(2), (2, 3)),
+    (lambda nn: nn.ReplicationPad2d((0, 2, 1, 0)), (2, 3, 3)), (lambda nn: nn.ReplicationPad3d(1), (1, 2, 2, 2)),
+    (lambda nn: nn.CircularPad1d(1), (1, 2, 3)), (lambda nn: nn.CircularPad2d((1, 2, 0, 1)), (1, 2, 3, 3)),
+    (lambda nn: nn.CircularPad3d(1), (1, 1, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("make, shape", PADDING_LAYERS)
+def test_padding_layers_match_torch(make, shape, device):
+    assert repr(make(tn.nn)) == repr(make(torch.nn))
+    same(lambda lib, t: make(lib.nn)(t), RNG.standard_normal(shape), device=device)
+    assert isinstance(make(tn.nn), tn.nn.modules.padding._ConstantPadNd) == isinstance(
+        make(torch.nn), torch.nn.modules.padding._ConstantPadNd)
+
+
+def test_padding_layer_errors_match_torch(device):
+    same_error(lambda lib, t: lib.nn.ReflectionPad2d(1)(t), RNG.standard_normal(3), device=device)
+    same_error(lambda lib, t: lib.nn.ReflectionPad1d(3)(t), RNG.standard_normal((2, 3)), device=device)
+    with pytest.raises(ValueError, match=r"ZeroPad2d: padding must be an int or a tuple of 4 ints, got \(1, 2\)"):
+        tn.nn.ZeroPad2d((1, 2))
+
+
+@pytest.mark.parametrize("factor, shape", [(2, (2, 8, 3, 2)), (3, (9, 2, 1)), (2, (1, 2, 4, 3, 1))])
+def test_pixel_shuffle_and_unshuffle_match_torch_and_invert_each_other(factor, shape, device):
+    same(lambda lib, t: lib.nn.functional.pixel_shuffle(t, factor), RNG.standard_normal(shape), device=device)
+    shuffled = shape[:-3] + (shape[-3] // factor ** 2, shape[-2] * factor, shape[-1] * factor)
+    same(lambda lib, t: lib.nn.PixelUnshuffle(factor)(t), RNG.standard_normal(shuffled), device=device)
+    x = tn.tensor(RNG.standard_normal(shape), device=device)
+    np.testing.assert_array_equal(tn.nn.PixelUnshuffle(factor)(tn.nn.PixelShuffle(factor)(x)).numpy(), x.numpy())
+    assert repr(tn.nn.PixelShuffle(factor)) == repr(torch.nn.PixelShuffle(factor))
+    assert repr(tn.nn.PixelUnshuffle(factor)) == repr(torch.nn.PixelUnshuffle(factor))
+
+
+def test_pixel_shuffle_errors_match_torch(device):
+    for call, shape in ((lambda lib, t: lib.nn.functional.pixel_shuffle(t, 2), (5, 2, 2)),
+                        (lambda lib, t: lib.nn.functional.pixel_shuffle(t, 2), (4, 2)),
+                        (lambda lib, t: lib.nn.functional.pixel_unshuffle(t, 2), (4, 3, 2)),
+                        (lambda lib, t: lib.nn.functional.pixel_unshuffle(t, 2), (4, 2, 3))):
+        message = same_error(call, RNG.standard_normal(shape), device=device)
+        assert "divisible" in message or "at least 3 dimensions" in message
+
+
 # ----------------------------------------------------------------------------- norms and distances
 def test_normalize_matches_torch_zero_vectors_included(device):
     x = RNG.standard_normal((3, 4, 2))

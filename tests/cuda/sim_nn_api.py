@@ -28,7 +28,7 @@ DEVICE = "cuda"
 
 
 @pytest.mark.parametrize("name", ["silu", "elu", "celu", "softplus beta", "mish", "hardswish", "hardsigmoid",
-                                  "relu6", "logsigmoid", "threshold"])
+                                  "relu6", "logsigmoid", "threshold", "hardshrink", "softshrink"])
 def test_activations(name):
     activations.test_activation_values_and_gradients_match_torch(name, DEVICE)
 
@@ -121,6 +121,8 @@ def test_modules_on_the_device():
     pooling.test_pooling_modules_match_torch(15, DEVICE)
     functional.test_upsample_modules_match_torch(functional.UPSAMPLES[2], DEVICE)
     functional.test_embedding_module_trains_on_the_device_as_torch(DEVICE)
+    functional.test_padding_layers_match_torch(*functional.PADDING_LAYERS[7], DEVICE)  # ReflectionPad2d
+    functional.test_pixel_shuffle_and_unshuffle_match_torch_and_invert_each_other(2, (2, 8, 3, 2), DEVICE)
 
 
 def test_init():

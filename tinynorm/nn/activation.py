@@ -201,6 +201,24 @@ class Tanhshrink(_Plain):
     function = staticmethod(F.tanhshrink)
 
 
+class Hardshrink(Module):
+    function = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    function = staticmethod(F.softshrink)
+
+
 class _SoftmaxFamily(Module):
     function = staticmethod(F.softmax)
 
@@ -225,3 +243,12 @@ class LogSoftmax(_SoftmaxFamily):
 
 class Softmin(_SoftmaxFamily):
     function = staticmethod(F.softmin)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) input, at every position."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)

@@ -1,4 +1,4 @@
-"""``Upsample`` (and its fixed-mode forms): resizing layers over ``F.interpolate``."""
+"""Resizing layers: ``Upsample`` (and its fixed-mode forms) over ``F.interpolate``, and ``PixelShuffle``/``PixelUnshuffle``."""
 from __future__ import annotations
 
 from typing import Any
@@ -43,3 +43,31 @@ class UpsamplingBilinear2d(Upsample):
 
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    """(*, C r^2, H, W) -> (*, C, H r, W r): sub-pixel upsampling (``F.pixel_shuffle``)."""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H r, W r) -> (*, C r^2, H, W), PixelShuffle's inverse (``F.pixel_unshuffle``)."""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

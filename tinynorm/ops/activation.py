@@ -263,6 +263,36 @@ class Threshold(Function):
         return ctx.xp.where(x > ctx.threshold, grad, 0)
 
 
+class Hardshrink(Function):
+    """x where |x| > lambd, else 0; the gradient passes where |x| > lambd (0 at |x| = lambd, as PyTorch)."""
+
+    backward_name = "HardshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, lambd: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        return ctx.xp.where(ctx.xp.abs(x) > lambd, x, 0).astype(x.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return ctx.xp.where(ctx.xp.abs(x) > ctx.lambd, grad, 0).astype(grad.dtype)
+
+
+class Softshrink(Hardshrink):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0; Hardshrink's gradient."""
+
+    backward_name = "SoftshrinkBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, lambd: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.lambd = lambd
+        xp = ctx.xp
+        return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)).astype(x.dtype)
+
+
 class Glu(Function):
     """a * sigmoid(b) for the two halves a, b of x along ``dim``; gradients (s * g, a * s * (1 - s) * g)."""
 
@@ -384,6 +414,19 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
     return Glu.apply(input, d)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return _run(input, "hardshrink", False, Hardshrink, float(lambd))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    _floating_input(input, "softshrink")
+    largest = float(np.finfo(input.dtype).max)
+    if not 0 <= lambd <= largest:
+        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype "
+                           f"{dtypes.type_name(input.dtype)}, but found {lambd:g}")
+    return _run(input, "softshrink", False, Softshrink, float(lambd))
 
 
 def softsign(input: Tensor) -> Tensor:

@@ -6,7 +6,7 @@ Real code reaches layers through these paths, mostly in ``isinstance`` checks
 """
 from . import (  # noqa: F401
     activation, batchnorm, container, conv, distance, dropout, flatten, instancenorm, linear, loss, module,
-    normalization, pooling, sparse, transformer, upsampling,
+    normalization, padding, pixelshuffle, pooling, sparse, transformer, upsampling,
 )
 from ..container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from ..module import Module  # noqa: F401
