@@ -100,7 +100,8 @@ LOSSES_OF_TWO = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"
 
 
 @pytest.mark.parametrize("name", LOSSES_OF_TWO)
-@pytest.mark.parametrize("bad, kind", [([0.5, 0.5, 0.5], "list"), (None, "NoneType"), (np.full(3, 0.5), "numpy.ndarray")])
+@pytest.mark.parametrize("bad, kind", [([0.5, 0.5, 0.5], "list"), (None, "NoneType"),
+                                       (np.full(3, 0.5), "numpy.ndarray")])
 def test_losses_refuse_what_is_not_a_tensor_naming_the_argument(name, bad, kind, device):
     x = tn.full((3,), 0.5, device=device)
     loss = getattr(F(tn), name)
@@ -280,3 +281,110 @@ def test_loss_module_weights_are_buffers_that_move_and_save(device):
                                                                       pos_weight=torch.ones(3)).state_dict())
     same(lambda lib, x: lib.nn.CrossEntropyLoss(weight=lib.tensor(WEIGHT), reduction="sum")(x, lib.tensor([1, 2])),
          LOGITS[:2], device=device)
+
+
+# ----------------------------------------------------------------------------- margin, embedding and likelihood
+X1, X2 = RNG.standard_normal((5, 4)), RNG.standard_normal((5, 4))
+SIGNS = np.array([1.0, -1.0, 1.0, -1.0, -1.0])
+COUNTS = RNG.poisson(2.0, (5, 4)).astype(float)  # zeros and ones included: Stirling's term is masked there
+
+
+def cosine_distance(lib):
+    return lambda u, v: 1 - lib.nn.functional.cosine_similarity(u, v)
+
+
+EMBEDDING_LOSSES = {
+    "margin_ranking": (lambda lib, r, a, b: F(lib).margin_ranking_loss(a, b, lib.tensor(SIGNS), margin=0.3,
+                                                                       reduction=r), X1[:, 0], X2[:, 0]),
+    "hinge_embedding": (lambda lib, r, a: F(lib).hinge_embedding_loss(a, lib.tensor(np.sign(X2)), 0.5,
+                                                                      reduction=r), X1),
+    "soft_margin": (lambda lib, r, a: F(lib).soft_margin_loss(a, lib.tensor(np.sign(X2)), reduction=r), X1),
+    "multilabel_soft_margin": (lambda lib, r, a, t: F(lib).multilabel_soft_margin_loss(
+        a, t, weight=lib.tensor(np.arange(1.0, 5.0)), reduction=r), X1, (X2 > 0).astype(float)),
+    "cosine_embedding": (lambda lib, r, a, b: F(lib).cosine_embedding_loss(a, b, lib.tensor(SIGNS), 0.2,
+                                                                           reduction=r), X1, X2),
+    "cosine_embedding unbatched": (lambda lib, r, a, b: F(lib).cosine_embedding_loss(a, b, lib.tensor(1.0),
+                                                                                     reduction=r),
+                                   X1[0], X2[0]),
+    "triplet": (lambda lib, r, a, p, n: F(lib).triplet_margin_loss(a, p, n, margin=0.7, reduction=r), X1, X2, X1[::-1]),
+    "triplet p=1 swap": (lambda lib, r, a, p, n: F(lib).triplet_margin_loss(a, p, n, p=1, swap=True, reduction=r),
+                         X1, X2, X1[::-1]),
+    "triplet cosine distance": (lambda lib, r, a, p, n: F(lib).triplet_margin_with_distance_loss(
+        a, p, n, distance_function=cosine_distance(lib), swap=True, reduction=r), X1, X2, X1[::-1]),
+    "gaussian_nll": (lambda lib, r, a, t, v: F(lib).gaussian_nll_loss(a, t, v, reduction=r), X1, X2, np.abs(X2) + 0.1),
+    "gaussian_nll row variance full": (lambda lib, r, a, t, v: F(lib).gaussian_nll_loss(a, t, v, full=True, eps=0.5,
+                                                                                     reduction=r),
+                                       X1, X2, np.abs(X2[:, 0])),
+    "gaussian_nll broadcast variance": (lambda lib, r, a, t, v: F(lib).gaussian_nll_loss(a, t, v, reduction=r),
+                                        X1, X2, np.abs(X2[:, :1])),
+    "gaussian_nll float variance": (lambda lib, r, a, t: F(lib).gaussian_nll_loss(a, t, 0.5, reduction=r), X1, X2),
+    "poisson_nll": (lambda lib, r, a, t: F(lib).poisson_nll_loss(a, t, reduction=r), X1, COUNTS),
+    "poisson_nll full": (lambda lib, r, a: F(lib).poisson_nll_loss(a, lib.tensor(COUNTS), full=True, reduction=r), X1),
+    "poisson_nll rates full": (lambda lib, r, a, t: F(lib).poisson_nll_loss(a, t, log_input=False, full=True,
+                                                                         reduction=r), np.abs(X1), COUNTS + 2),
+}
+
+
+@pytest.mark.parametrize("name", EMBEDDING_LOSSES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_margin_embedding_and_likelihood_losses_match_torch(name, reduction, device):
+    fn, *inputs = EMBEDDING_LOSSES[name]
+    same(lambda lib, *xs: fn(lib, reduction, *xs), *[np.ascontiguousarray(x) for x in inputs], device=device)
+
+
+def test_poisson_nll_target_gradient_is_finite_at_zero_counts():
+    """PyTorch's gradient w.r.t. a target of 0 under ``full=True`` is nan (0 * log 0 inside its masked
+    Stirling term); the masked term has no gradient here (docs/differences.md)."""
+    x = tn.tensor(X1, requires_grad=True)
+    counts = tn.tensor(COUNTS, requires_grad=True)
+    tn.nn.functional.poisson_nll_loss(x, counts, full=True).backward()
+    assert np.isfinite(counts.grad.numpy()).all()
+    assert gradcheck(lambda a, t: tn.nn.functional.poisson_nll_loss(a, t, full=True), (x, tn.tensor(
+        COUNTS + 2, requires_grad=True)))
+
+
+def test_embedding_losses_pass_gradcheck():
+    a, b = tn.tensor(X1, requires_grad=True), tn.tensor(X2, requires_grad=True)
+    v = tn.tensor(np.abs(X2) + 0.1, requires_grad=True)
+    assert gradcheck(lambda x, y: tn.nn.functional.cosine_embedding_loss(x, y, tn.tensor(SIGNS), 0.1), (a, b))
+    assert gradcheck(lambda x, y, w: tn.nn.functional.gaussian_nll_loss(x, y, w, reduction="none"), (a, b, v))
+    negative = tn.tensor(np.random.default_rng(3).standard_normal((5, 4)), requires_grad=True)
+    assert gradcheck(lambda x, y, z: tn.nn.functional.triplet_margin_loss(x, y, z, swap=True), (a, b, negative))
+
+
+def test_embedding_loss_errors_match_torch(device):
+    same_error(lambda lib, a, b: F(lib).margin_ranking_loss(a, b, lib.tensor(SIGNS)), X1, X2, device=device)
+    same_error(lambda lib, a, b: F(lib).cosine_embedding_loss(a, b, lib.ones(5, 1)), X1, X2, device=device)
+    same_error(lambda lib, a, b: F(lib).triplet_margin_loss(a, b, b[None]), X1, X2, device=device)
+    same_error(lambda lib, a, t, v: F(lib).gaussian_nll_loss(a, t, v), X1, X2, np.ones(3), device=device)
+    same_error(lambda lib, a, t, v: F(lib).gaussian_nll_loss(a, t, v), X1, X2, -np.ones((5, 4)), device=device)
+    same_error(lambda lib, a, t, v: F(lib).gaussian_nll_loss(a, t, v, reduction="x"), X1, X2, np.ones((5, 4)),
+               device=device)
+    same_error(lambda lib, a, t: F(lib).soft_margin_loss(a, t), X1, X2, device=device)  # target requires grad
+    same_error(lambda lib: lib.nn.TripletMarginLoss(margin=0))
+    same_error(lambda lib, a, b: F(lib).triplet_margin_with_distance_loss(a, b, b, margin=-1), X1, X2, device=device)
+
+
+EMBEDDING_LOSS_MODULES = [
+    lambda nn: nn.MarginRankingLoss(), lambda nn: nn.HingeEmbeddingLoss(2.0), lambda nn: nn.SoftMarginLoss(),
+    lambda nn: nn.MultiLabelSoftMarginLoss(), lambda nn: nn.CosineEmbeddingLoss(0.1),
+    lambda nn: nn.TripletMarginLoss(swap=True), lambda nn: nn.TripletMarginWithDistanceLoss(),
+    lambda nn: nn.GaussianNLLLoss(), lambda nn: nn.PoissonNLLLoss(),
+]
+
+
+@pytest.mark.parametrize("make", EMBEDDING_LOSS_MODULES)
+def test_embedding_loss_module_reprs_match_torch(make):
+    assert repr(make(tn.nn)) == repr(make(torch.nn))
+
+
+def test_embedding_loss_modules_match_torch(device):
+    same(lambda lib, a, p, n: lib.nn.TripletMarginWithDistanceLoss(margin=0.5)(a, p, n), X1, X2, X1[::-1].copy(),
+         device=device)
+    same(lambda lib, a, t, v: lib.nn.GaussianNLLLoss(full=True)(a, t, v), X1, X2, np.abs(X2) + 0.1, device=device)
+    same(lambda lib, a, t: lib.nn.PoissonNLLLoss(log_input=False)(a, t), np.abs(X1), COUNTS, device=device)
+    same(lambda lib, a, b: lib.nn.CosineEmbeddingLoss(0.2, reduction="sum")(a, b, lib.tensor(SIGNS)), X1, X2,
+         device=device)
+    same(lambda lib, a: lib.nn.MultiLabelSoftMarginLoss(lib.tensor(np.arange(1.0, 5.0)))(a, lib.tensor(X2 > 0)
+                                                                                           .to(a.dtype)),
+         X1, device=device)

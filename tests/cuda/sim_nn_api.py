@@ -61,6 +61,12 @@ def test_loss_edge_cases():
     losses.test_losses_refuse_what_is_not_a_tensor_naming_the_argument("cross_entropy", [1.0], "list", DEVICE)
 
 
+@pytest.mark.parametrize("name", ["cosine_embedding", "triplet p=1 swap", "gaussian_nll row variance full",
+                                  "poisson_nll full", "multilabel_soft_margin"])
+def test_embedding_losses(name):
+    losses.test_margin_embedding_and_likelihood_losses_match_torch(name, "mean", DEVICE)
+
+
 @pytest.mark.parametrize("name", ["smooth_l1", "huber", "kl_div", "bce_with_logits"])
 def test_pointwise_losses(name):
     losses.test_elementwise_losses_match_torch_in_both_arguments(name, "mean", DEVICE)

@@ -19,6 +19,10 @@ from ..ops.activation import (  # noqa: F401  (re-exported)
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.conv import conv2d  # noqa: F401
 from ..ops.distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
+from ..ops.embedding_losses import (  # noqa: F401
+    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
+    poisson_nll_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+)
 from ..ops.feature_dropout import check_probability, dropout1d, dropout2d, dropout3d  # noqa: F401
 from ..ops.inplace import modify
 from ..ops.interpolation import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401
