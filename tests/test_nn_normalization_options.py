@@ -19,6 +19,8 @@ LAYERS = {
     "BatchNorm2d batch statistics": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False, bias=False), (2, 3, 2, 2)),
     "InstanceNorm1d": (lambda nn: nn.InstanceNorm1d(3, affine=True, track_running_stats=True, bias=False), (2, 3, 7)),
     "InstanceNorm2d": (lambda nn: nn.InstanceNorm2d(2, affine=True, bias=False), (3, 2, 4, 3)),
+    "InstanceNorm3d": (lambda nn: nn.InstanceNorm3d(2, affine=True, track_running_stats=True, bias=False),
+                       (2, 2, 3, 2, 2)),
     "GroupNorm": (lambda nn: nn.GroupNorm(2, 4, bias=False), (3, 4, 5)),
 }
 
@@ -90,3 +92,14 @@ def test_convert_sync_batchnorm_keeps_a_missing_bias_as_torch():
     assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert ours[1].bias is None and ours[2].bias is not None
+
+
+def test_instance_norm3d_defaults_and_unbatched_input_match_torch(device):
+    x = np.random.default_rng(1).standard_normal((2, 3, 2, 4)).astype(dtype_on(device))  # (C, D, H, W)
+    ours, theirs = tn.nn.InstanceNorm3d(2), torch.nn.InstanceNorm3d(2)
+    assert repr(ours) == repr(theirs)
+    np.testing.assert_allclose(ours(tn.tensor(x, device=device)).numpy(), theirs(torch.tensor(x)).numpy(),
+                               rtol=2e-5, atol=2e-6)
+    assert isinstance(ours, tn.nn.modules.instancenorm._InstanceNorm)
+    with pytest.raises(ValueError, match="expected 5D input"):
+        ours(tn.ones(2, 3, device=device))

@@ -1,4 +1,5 @@
-"""Dropout modules: elementwise (``Dropout``) and channel-wise (``Dropout1d/2d/3d``); identity in eval mode."""
+"""Dropout modules: elementwise (``Dropout``), channel-wise (``Dropout1d/2d/3d``) and the alpha dropouts
+of self-normalizing networks (``AlphaDropout``, ``FeatureAlphaDropout``); identity in eval mode."""
 from __future__ import annotations
 
 from ..tensor import Tensor
@@ -44,3 +45,15 @@ class Dropout3d(_DropoutNd):
     """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p."""
 
     function = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout (for SELU networks): dropped values go to SELU's saturation, mean and variance kept."""
+
+    function = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, ...) input."""
+
+    function = staticmethod(F.feature_alpha_dropout)

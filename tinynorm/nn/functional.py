@@ -16,6 +16,7 @@ from ..ops.activation import (  # noqa: F401  (re-exported)
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, implicit_softmax_dim, leaky_relu, logsigmoid, mish,
     prelu, relu6, selu, silu, softplus, softshrink, softsign, tanhshrink, threshold,
 )
+from ..ops.alpha_dropout import alpha_dropout, feature_alpha_dropout  # noqa: F401
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.conv import conv2d  # noqa: F401
 from ..ops.distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
@@ -24,9 +25,10 @@ from ..ops.embedding_losses import (  # noqa: F401
     poisson_nll_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
 from ..ops.feature_dropout import check_probability, dropout1d, dropout2d, dropout3d  # noqa: F401
+from ..ops.gumbel import gumbel_softmax  # noqa: F401
 from ..ops.inplace import modify
 from ..ops.interpolation import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401
-from ..ops.linalg import linear  # noqa: F401
+from ..ops.linalg import bilinear, linear  # noqa: F401
 from ..ops.losses import cross_entropy, nll_loss  # noqa: F401
 from ..ops.lookup import embedding, one_hot  # noqa: F401
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: F401

@@ -1,4 +1,4 @@
-"""``Linear``, ``Identity``, ``Flatten`` and ``Unflatten``."""
+"""``Linear``, ``Bilinear``, ``Identity``, ``Flatten`` and ``Unflatten``."""
 from __future__ import annotations
 
 import math
@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import creation
 from ..ops import flatten, linear
+from ..ops.linalg import bilinear
 from ..ops.dims import normalize_dim
 from ..tensor import Tensor
 from . import init
@@ -41,6 +42,35 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, with PyTorch's initialisation U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, *,
+                 dtype: object = None) -> None:
+        super().__init__()
+        for name, value in (("in1_features", in1_features), ("in2_features", in2_features),
+                            ("out_features", out_features)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"Bilinear: {name} must be a positive int, got {value!r}")
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = Parameter(creation.empty(out_features, in1_features, in2_features, dtype=dtype))
+        self.bias = Parameter(creation.empty(out_features, dtype=dtype)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 class Identity(Module):
     """Returns its input (a placeholder, e.g. for 'no normalization')."""

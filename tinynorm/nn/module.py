@@ -33,6 +33,17 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+class Buffer(Tensor):
+    """``nn.Buffer(data, persistent=True)``: a tensor that, assigned to a module attribute, is registered
+    as a buffer (``module.stats = nn.Buffer(zeros(3))`` is ``register_buffer('stats', zeros(3))``)."""
+
+    def __init__(self, data: Tensor, persistent: bool = True) -> None:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: expected a Tensor, got {type(data).__name__}; wrap it with tinynorm.tensor()")
+        super().__init__(data.array, requires_grad=data.requires_grad, device=data.device)
+        self.persistent = persistent
+
+
 class IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
@@ -81,7 +92,10 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
-        if isinstance(value, (Parameter, Module)):
+        if isinstance(value, Buffer):
+            self._forget(name, keep=self._buffers)
+            self.register_buffer(name, value, value.persistent)
+        elif isinstance(value, (Parameter, Module)):
             registry = self._parameters if isinstance(value, Parameter) else self._modules
             self._forget(name, keep=registry)  # a replaced entry keeps its place, as in PyTorch
             registry[name] = value

@@ -202,6 +202,12 @@ class InstanceNorm2d(_InstanceNorm):
     _spatial_dims = 2
 
 
+class InstanceNorm3d(_InstanceNorm):
+    """Normalize each (sample, channel) of (N, C, D, H, W) over D, H and W."""
+
+    _spatial_dims = 3
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims of each sample (Transformers' norm)."""
 

@@ -1,3 +1,3 @@
 """``torch.nn.modules.linear``."""
-from ..linear import Identity, Linear  # noqa: F401
+from ..linear import Bilinear, Identity, Linear  # noqa: F401
 from ..multihead_attention import NonDynamicallyQuantizableLinear  # noqa: F401
