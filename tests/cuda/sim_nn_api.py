@@ -18,6 +18,7 @@ if not numba.config.ENABLE_CUDASIM:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_nn_activations as activations  # noqa: E402
 import test_nn_bilinear_dropout_gumbel as more_layers  # noqa: E402
+import test_nn_fold as fold  # noqa: E402
 import test_nn_functional as functional  # noqa: E402
 import test_nn_init as init  # noqa: E402
 import test_nn_losses as losses  # noqa: E402
@@ -146,3 +147,7 @@ def test_multihead_attention():  # both mask kinds, weights and every projection
 def test_bilinear_and_alpha_dropout():
     more_layers.test_bilinear_matches_torch(True, DEVICE)
     more_layers.test_alpha_dropout_structure_and_gradient(True, DEVICE)
+
+
+def test_fold_and_unfold():
+    fold.test_unfold_and_fold_match_torch(fold.GEOMETRIES[1], DEVICE)

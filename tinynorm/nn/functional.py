@@ -25,6 +25,7 @@ from ..ops.embedding_losses import (  # noqa: F401
     poisson_nll_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
 from ..ops.feature_dropout import check_probability, dropout1d, dropout2d, dropout3d  # noqa: F401
+from ..ops.fold import fold, unfold  # noqa: F401
 from ..ops.gumbel import gumbel_softmax  # noqa: F401
 from ..ops.inplace import modify
 from ..ops.interpolation import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401
