@@ -18,6 +18,7 @@ if not numba.config.ENABLE_CUDASIM:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_nn_activations as activations  # noqa: E402
 import test_nn_bilinear_dropout_gumbel as more_layers  # noqa: E402
+import test_nn_embedding_bag as embedding_bag  # noqa: E402
 import test_nn_fold as fold  # noqa: E402
 import test_nn_functional as functional  # noqa: E402
 import test_nn_init as init  # noqa: E402
@@ -151,3 +152,8 @@ def test_bilinear_and_alpha_dropout():
 
 def test_fold_and_unfold():
     fold.test_unfold_and_fold_match_torch(fold.GEOMETRIES[1], DEVICE)
+
+
+def test_embedding_bag():
+    embedding_bag.test_embedding_bag_with_offsets_matches_torch("mean", 0, DEVICE)
+    embedding_bag.test_per_sample_weights_and_max_norm_match_torch(DEVICE)

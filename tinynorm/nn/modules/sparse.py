@@ -1,2 +1,2 @@
 """``torch.nn.modules.sparse``."""
-from ..embedding import Embedding  # noqa: F401
+from ..embedding import Embedding, EmbeddingBag  # noqa: F401
