@@ -101,11 +101,8 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     margin = check_number("triplet_margin_loss", "margin", margin)
     if margin <= 0:
         raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
-    distance = pairwise_distance if distance_function is None else distance_function
-    to_positive, to_negative = distance(anchor, positive), distance(anchor, negative)
-    if swap:
-        to_negative = minimum(to_negative, distance(positive, negative))
-    return reduce_tensor(clamp(margin + to_positive - to_negative, min=0), reduction)
+    return _triplet(anchor, positive, negative, pairwise_distance if distance_function is None else distance_function,
+                    margin, swap, reduction)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
@@ -123,9 +120,11 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     margin = check_number("triplet_margin_loss", "margin", margin)
     p, eps = check_number("triplet_margin_loss", "p", p), check_number("triplet_margin_loss", "eps", eps)
 
-    def distance(a: Tensor, b: Tensor) -> Tensor:
-        return pairwise_distance(a, b, p, eps)
+    return _triplet(anchor, positive, negative, lambda a, b: pairwise_distance(a, b, p, eps), margin, swap, reduction)
 
+
+def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor, distance: Callable[[Tensor, Tensor], Tensor],
+             margin: float, swap: bool, reduction: str) -> Tensor:
     to_positive, to_negative = distance(anchor, positive), distance(anchor, negative)
     if swap:
         to_negative = minimum(to_negative, distance(positive, negative))
