@@ -18,6 +18,7 @@ if not numba.config.ENABLE_CUDASIM:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_nn_activations as activations  # noqa: E402
 import test_nn_bilinear_dropout_gumbel as more_layers  # noqa: E402
+import test_nn_conv_transpose as conv_transpose  # noqa: E402
 import test_nn_embedding_bag as embedding_bag  # noqa: E402
 import test_nn_fold as fold  # noqa: E402
 import test_nn_functional as functional  # noqa: E402
@@ -157,3 +158,7 @@ def test_fold_and_unfold():
 def test_embedding_bag():
     embedding_bag.test_embedding_bag_with_offsets_matches_torch("mean", 0, DEVICE)
     embedding_bag.test_per_sample_weights_and_max_norm_match_torch(DEVICE)
+
+
+def test_conv_transpose():  # stride, padding, output_padding and groups at once
+    conv_transpose.test_conv_transpose_matches_torch(2, DEVICE)

@@ -19,6 +19,7 @@ from ..ops.activation import (  # noqa: F401  (re-exported)
 from ..ops.alpha_dropout import alpha_dropout, feature_alpha_dropout  # noqa: F401
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.conv import conv2d  # noqa: F401
+from ..ops.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401
 from ..ops.distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
 from ..ops.embedding_bag import embedding_bag  # noqa: F401
 from ..ops.embedding_losses import (  # noqa: F401
