@@ -14,7 +14,7 @@ from ..ops.softmax import log_softmax as _log_softmax
 from ..ops.softmax import softmax as _softmax
 from ..ops.activation import (  # noqa: F401  (re-exported)
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, implicit_softmax_dim, leaky_relu, logsigmoid, mish,
-    prelu, relu6, selu, silu, softplus, softshrink, softsign, tanhshrink, threshold,
+    prelu, relu6, rrelu, selu, silu, softplus, softshrink, softsign, tanhshrink, threshold,
 )
 from ..ops.alpha_dropout import alpha_dropout, feature_alpha_dropout  # noqa: F401
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401
@@ -36,7 +36,8 @@ from ..ops.losses import cross_entropy, nll_loss  # noqa: F401
 from ..ops.lookup import embedding, one_hot  # noqa: F401
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: F401
 from ..ops.padding import pad  # noqa: F401
-from ..ops.pixel_shuffle import pixel_shuffle, pixel_unshuffle  # noqa: F401
+from ..ops.local_pooling import local_response_norm, lp_pool1d, lp_pool2d  # noqa: F401
+from ..ops.pixel_shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: F401
 from ..ops.pointwise_losses import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss,
 )

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import creation
 from .._checks import CheckedAttribute, check_eps, check_momentum, check_tensor
+from ..ops.local_pooling import local_response_norm
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, normalized_shape_tuple, rms_norm
 from ..tensor import Tensor
 from . import init
@@ -289,3 +290,17 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
+
+
+class LocalResponseNorm(Module):
+    """AlexNet's local response normalization across ``size`` neighbouring channels (``F.local_response_norm``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

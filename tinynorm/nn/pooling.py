@@ -139,3 +139,30 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     function = staticmethod(F.adaptive_max_pool3d)
+
+
+class _LPPoolNd(Module):
+    function = staticmethod(F.lp_pool2d)
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """The p-norm of each window of (N, C, L) input."""
+
+    function = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """The p-norm of each window of (N, C, H, W) input."""
+
+    function = staticmethod(F.lp_pool2d)

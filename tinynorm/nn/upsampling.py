@@ -1,4 +1,5 @@
-"""Resizing layers: ``Upsample`` (and its fixed-mode forms) over ``F.interpolate``, and ``PixelShuffle``/``PixelUnshuffle``."""
+"""Resizing and shuffling layers: ``Upsample`` (and its fixed-mode forms) over ``F.interpolate``,
+``PixelShuffle``/``PixelUnshuffle`` and ``ChannelShuffle``."""
 from __future__ import annotations
 
 from typing import Any
@@ -71,3 +72,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """The channels of ``groups`` groups interleaved (ShuffleNet; ``F.channel_shuffle``)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.function import Context, Function
+from ..random import default_generator
 from ..tensor import Tensor
 from .dims import normalize_dim
 from .elementwise import Clamp
@@ -293,6 +294,26 @@ class Softshrink(Hardshrink):
         return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)).astype(x.dtype)
 
 
+class Rrelu(Function):
+    """x where x >= 0, a x elsewhere, with a slope a ~ U(lower, upper) drawn per element (Xu et al. 2015);
+    the gradient is the same slope."""
+
+    backward_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, lower: float, upper: float) -> Any:
+        xp = ctx.xp
+        slope = xp.random_uniform(default_generator(), x.shape, x.dtype) * (upper - lower) + lower
+        noise = xp.where(x >= 0, 1, slope).astype(x.dtype)
+        ctx.save_for_backward(noise)
+        return x * noise
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (noise,) = ctx.saved_tensors
+        return grad * noise
+
+
 class Glu(Function):
     """a * sigmoid(b) for the two halves a, b of x along ``dim``; gradients (s * g, a * s * (1 - s) * g)."""
 
@@ -427,6 +448,14 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype "
                            f"{dtypes.type_name(input.dtype)}, but found {lambd:g}")
     return _run(input, "softshrink", False, Softshrink, float(lambd))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: random slopes in [lower, upper] in training, their mean otherwise."""
+    if not training:
+        return _run(input, "rrelu", inplace, LeakyRelu, (lower + upper) / 2)
+    return _run(input, "rrelu", inplace, Rrelu, float(lower), float(upper))
 
 
 def softsign(input: Tensor) -> Tensor:

@@ -1,6 +1,7 @@
-"""``pixel_shuffle`` and its inverse ``pixel_unshuffle`` (Shi et al. 2016, sub-pixel convolution):
-(*, C r^2, H, W) <-> (*, C, H r, W r), channel c r^2 + i r + j going to pixel (h r + i, w r + j).
-A reshape, a permutation and a reshape, so the gradient is autograd's (PyTorch's node names differ:
+"""Shuffles: ``pixel_shuffle`` and its inverse ``pixel_unshuffle`` (Shi et al. 2016, sub-pixel
+convolution): (*, C r^2, H, W) <-> (*, C, H r, W r), channel c r^2 + i r + j going to pixel
+(h r + i, w r + j); ``channel_shuffle`` (ShuffleNet, Zhang et al. 2018): the channels of g groups
+interleaved. Reshapes and permutations, so the gradient is autograd's (PyTorch's node names differ:
 docs/differences.md)."""
 from __future__ import annotations
 
@@ -44,3 +45,19 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, channels, height // r, r, width // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)  # (*, C, r, r, H / r, W / r)
     return x.reshape(*lead, channels * r * r, height // r, width // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g k, *) -> (N, k g, *): channel i k + j of group i goes to position j g + i."""
+    check_tensor("channel_shuffle", "input", input)
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    batch, channels, *spatial = input.shape
+    if channels % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {channels} channels and {groups} "
+                           "groups.")
+    x = input.reshape(batch, groups, channels // groups, *spatial).transpose(1, 2)
+    return x.reshape(batch, channels, *spatial)

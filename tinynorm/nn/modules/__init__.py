@@ -5,8 +5,8 @@ Real code reaches layers through these paths, mostly in ``isinstance`` checks
 ``nn.modules.conv._ConvNd``, ``nn.modules.loss._Loss``); each submodule re-exports the same classes.
 """
 from . import (  # noqa: F401
-    activation, batchnorm, container, conv, distance, dropout, flatten, fold, instancenorm, linear, loss, module,
-    normalization, padding, pixelshuffle, pooling, sparse, transformer, upsampling,
+    activation, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold, instancenorm, linear,
+    loss, module, normalization, padding, pixelshuffle, pooling, sparse, transformer, upsampling,
 )
 from ..container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from ..module import Module  # noqa: F401

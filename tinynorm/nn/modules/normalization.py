@@ -1,2 +1,2 @@
 """``torch.nn.modules.normalization``."""
-from ..normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from ..normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
