@@ -12,6 +12,7 @@ import tinynorm as tn
 from nn_compare import assert_close, same, same_error, torch
 from tinynorm.autograd import gradcheck
 
+pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # PyTorch's, about its fast path
 RNG = np.random.default_rng(0)
 E, H, L, S, N = 8, 2, 4, 5, 3
 KEY_MASK = RNG.random((N, S)) < 0.3
