@@ -21,6 +21,7 @@ import test_nn_bilinear_dropout_gumbel as more_layers  # noqa: E402
 import test_nn_conv_transpose as conv_transpose  # noqa: E402
 import test_nn_embedding_bag as embedding_bag  # noqa: E402
 import test_nn_fold as fold  # noqa: E402
+import test_nn_grid_sample as grid_sample  # noqa: E402
 import test_nn_local_pooling_shuffle_rrelu as local_pooling  # noqa: E402
 import test_nn_functional as functional  # noqa: E402
 import test_nn_init as init  # noqa: E402
@@ -169,3 +170,8 @@ def test_lp_pool_local_response_norm_and_rrelu():
     local_pooling.test_lp_pool_matches_torch(2, DEVICE)
     local_pooling.test_local_response_norm_matches_torch((2, 6, 5, 4), DEVICE)
     local_pooling.test_rrelu_in_training_draws_a_slope_per_negative_element(DEVICE)
+
+
+def test_spatial_transformer():
+    grid_sample.test_bilinear_grid_sample_matches_torch_in_input_and_grid("reflection", False, DEVICE)
+    grid_sample.test_affine_grid_and_the_spatial_transformer_chain_match_torch(True, DEVICE)

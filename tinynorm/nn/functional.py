@@ -28,6 +28,7 @@ from ..ops.embedding_losses import (  # noqa: F401
 )
 from ..ops.feature_dropout import check_probability, dropout1d, dropout2d, dropout3d  # noqa: F401
 from ..ops.fold import fold, unfold  # noqa: F401
+from ..ops.grid_sample import affine_grid, grid_sample  # noqa: F401
 from ..ops.gumbel import gumbel_softmax  # noqa: F401
 from ..ops.inplace import modify
 from ..ops.interpolation import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401
