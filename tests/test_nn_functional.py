@@ -186,6 +186,18 @@ def test_cosine_similarity_and_pairwise_distance_match_torch(device):
 
 
 # ----------------------------------------------------------------------------- lookups
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.5, 0.0, np.inf])
+def test_pdist_matches_torch_with_a_repeated_row(p, device):
+    x = RNG.standard_normal((5, 3))
+    x[3] = x[1]  # a zero distance: PyTorch's gradient there is 0
+    same(lambda lib, t: lib.nn.functional.pdist(t, p), x, device=device)
+
+
+def test_pdist_errors_match_torch():
+    same_error(lambda lib, t: lib.nn.functional.pdist(t), RNG.standard_normal(3))
+    same_error(lambda lib, t: lib.nn.functional.pdist(t, -1.0), RNG.standard_normal((3, 2)))
+
+
 def test_one_hot_matches_torch(device):
     ids = np.array([[0, 3], [2, 1]])
     same(lambda lib, t: F(lib).one_hot(lib.tensor(ids)), ids, device=device)

@@ -20,7 +20,7 @@ from ..ops.alpha_dropout import alpha_dropout, feature_alpha_dropout  # noqa: F4
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401
 from ..ops.conv import conv2d  # noqa: F401
 from ..ops.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401
-from ..ops.distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
+from ..ops.distance import cosine_similarity, normalize, pairwise_distance, pdist  # noqa: F401
 from ..ops.embedding_bag import embedding_bag  # noqa: F401
 from ..ops.embedding_losses import (  # noqa: F401
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,

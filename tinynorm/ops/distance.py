@@ -1,4 +1,5 @@
-"""Vector norms along a dim, as the nn functions use them: normalize, cosine_similarity, pairwise_distance.
+"""Vector norms along a dim, as the nn functions use them: normalize, cosine_similarity, pairwise_distance
+and pdist.
 
 ``max(||x||_p, eps)`` is computed as ``max(sum |x|^p, eps^p)^(1/p)`` (for the 2-norm
 ``sqrt(max(sum x^2, eps^2))``): the same value, but its gradient is finite (0) at a zero vector, where
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..tensor import Tensor
 from .dims import normalize_dim
+from .elementwise import where
 from .pointwise_losses import broadcast_shape
 
 
@@ -46,3 +50,26 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     d = difference.ndim - 1 if difference.ndim else 0
     norm = clamped_norm(difference, p, d, 0.0) if difference.ndim else difference.abs()
     return norm if keepdim or not difference.ndim else norm.squeeze(d)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distances between every pair of rows i < j of ``input`` (N, M), in row-major order
+    (N (N - 1) / 2 values); the gradient at a zero distance is 0, as PyTorch's."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = np.triu_indices(input.shape[0], 1)
+    on_device = (lambda a: a) if input.device == "cpu" else input._backend.from_numpy
+    difference = (input[on_device(first)] - input[on_device(second)]).abs()
+    if p == 0:  # the count of differing coordinates, whose gradient is 0 (PyTorch gives the zeros too)
+        return (difference != 0).sum(1).to(input.dtype) + (difference * 0).sum(1)
+    if p == math.inf:
+        return difference.amax(1) if difference.shape[1] else difference.sum(1)
+    return _safe_power(_safe_power(difference, p).sum(1), 1.0 / p)
+
+
+def _safe_power(x: Tensor, exponent: float) -> Tensor:
+    """x^exponent for x >= 0, with gradient 0 (not 0 * inf) where x is 0, as PyTorch's pdist."""
+    positive = x > 0
+    return where(positive, where(positive, x, 1.0) ** exponent, 0.0)
