@@ -48,7 +48,7 @@ def train_and_test(sync: bool) -> float:
         ddp.train()
         for start in range(0, len(shard) - args.batch_per_rank + 1, args.batch_per_rank):
             batch = shard[start:start + args.batch_per_rank]
-            loss = cross_entropy(ddp(tinynorm.tensor(X_train[batch])), y_train[batch])
+            loss = cross_entropy(ddp(tinynorm.tensor(X_train[batch])), tinynorm.tensor(y_train[batch]))
             optimizer.zero_grad()
             loss.backward()
             ddp.allreduce_gradients()

@@ -42,3 +42,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish() -> None:
     for pool in _simulator_pools:
         pool.close()
+
+
+@pytest.fixture
+def device():
+    """The device of the device-generic tests: the CPU here; ``tests/cuda/sim_*.py`` call the same
+    test functions with ``'cuda'`` in Numba's simulator."""
+    return "cpu"

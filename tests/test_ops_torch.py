@@ -224,11 +224,11 @@ def test_embedding_matches_torch(rng):
 
 def test_cross_entropy_rejects_bad_targets(rng):
     logits = tinynorm.tensor(rng.standard_normal((3, 4)))
-    with pytest.raises(ValueError, match=r"\(3, 4\)"):
+    with pytest.raises(ValueError, match=r"batch_size \(3\).*batch_size \(2\)"):  # PyTorch's classes and messages
         F.cross_entropy(logits, tinynorm.tensor([0, 1]))
     with pytest.raises(IndexError, match="0, 3"):
         F.cross_entropy(logits, tinynorm.tensor([0, 1, 4]))
-    with pytest.raises(TypeError, match="integer"):
+    with pytest.raises(RuntimeError, match="Long"):
         F.cross_entropy(logits, tinynorm.tensor([0.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match="reduction"):
         F.cross_entropy(logits, tinynorm.tensor([0, 1, 2]), reduction="avg")

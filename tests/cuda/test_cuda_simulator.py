@@ -23,7 +23,8 @@ import pytest
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-SLOWEST = ["sim_norm_layers.py", "sim_bench_training.py", "sim_host_tools.py", "sim_norm_kernels.py", "sim_ops.py", "sim_training.py"]
+SLOWEST = ["sim_norm_layers.py", "sim_bench_training.py", "sim_host_tools.py", "sim_norm_kernels.py", "sim_nn_api.py",
+           "sim_ops.py", "sim_training.py"]
 # The slowest first, so that the pool ends on short files.
 SIMULATOR_FILES = sorted((path.name for path in HERE.glob("sim_*.py")),
                          key=lambda name: (SLOWEST.index(name) if name in SLOWEST else len(SLOWEST), name))

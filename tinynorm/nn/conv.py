@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and the pooling layers."""
+"""``Conv1d`` and ``Conv2d`` (the pooling layers are in ``nn/pooling.py``)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,6 @@ from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
 
-IntPair = int | tuple[int, int]
 
 
 def _ntuple(value: Any, size: int, name: str, layer: str, minimum: int) -> tuple[int, ...]:
@@ -104,43 +103,3 @@ class Conv2d(_ConvNd):
     """2-D convolution (cross-correlation) over (N, C, H, W) or (C, H, W), as ``torch.nn.Conv2d``."""
 
     spatial_dims = 2
-
-
-class _Pool2d(Module):
-    def __init__(self, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> None:
-        super().__init__()
-        name = type(self).__name__
-        self.kernel_size = _ntuple(kernel_size, 2, "kernel_size", name, 1)
-        self.stride = _ntuple(stride, 2, "stride", name, 1) if stride is not None else self.kernel_size
-        self.padding = _ntuple(padding, 2, "padding", name, 0)
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
-            raise ValueError(f"{name}: padding {self.padding} must be at most half of kernel_size {self.kernel_size}")
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class MaxPool2d(_Pool2d):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-
-class AvgPool2d(_Pool2d):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-
-class AdaptiveAvgPool2d(Module):
-    """Global average pooling: ``output_size`` must be 1 or (1, 1)."""
-
-    def __init__(self, output_size: IntPair = 1) -> None:
-        super().__init__()
-        if output_size not in (1, (1, 1)):
-            raise ValueError(f"AdaptiveAvgPool2d: only output_size (1, 1) is supported, got {output_size!r}")
-        self.output_size = output_size
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(x, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"

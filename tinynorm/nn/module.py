@@ -8,7 +8,7 @@ BatchNorm's running statistics; a non-persistent buffer is left out of the state
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -31,6 +31,17 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """``nn.Buffer(data, persistent=True)``: a tensor that, assigned to a module attribute, is registered
+    as a buffer (``module.stats = nn.Buffer(zeros(3))`` is ``register_buffer('stats', zeros(3))``)."""
+
+    def __init__(self, data: Tensor, persistent: bool = True) -> None:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: expected a Tensor, got {type(data).__name__}; wrap it with tinynorm.tensor()")
+        super().__init__(data.array, requires_grad=data.requires_grad, device=data.device)
+        self.persistent = persistent
 
 
 class IncompatibleKeys(NamedTuple):
@@ -81,9 +92,12 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"call super().__init__() in {type(self).__name__}.__init__ before assigning {name!r}")
-        if isinstance(value, (Parameter, Module)):
-            self._forget(name)
+        if isinstance(value, Buffer):
+            self._forget(name, keep=self._buffers)
+            self.register_buffer(name, value, value.persistent)
+        elif isinstance(value, (Parameter, Module)):
             registry = self._parameters if isinstance(value, Parameter) else self._modules
+            self._forget(name, keep=registry)  # a replaced entry keeps its place, as in PyTorch
             registry[name] = value
         elif name in self._parameters or name in self._modules:
             if value is not None:
@@ -97,11 +111,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Remove ``name`` from every registry before it is registered anew."""
+    def _forget(self, name: str, keep: dict) -> None:
+        """Remove ``name`` from the attributes and from every registry but ``keep`` before it is
+        registered there."""
         self.__dict__.pop(name, None)
         for registry in (self._parameters, self._buffers, self._modules):
-            registry.pop(name, None)
+            if registry is not keep:
+                registry.pop(name, None)
         self._non_persistent.discard(name)
 
     def __getattr__(self, name: str) -> Any:
@@ -119,19 +135,30 @@ class Module:
                 return
         object.__delattr__(self, name)
 
+    def _check_name(self, name: Any, kind: str, registry: dict) -> None:
+        """PyTorch's checks of a new parameter, buffer or submodule name."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if name in self.__dict__ and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        _check_name("parameter", name)
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__}")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register a tensor that is state but not a parameter (e.g. running statistics)."""
-        _check_name("buffer", name)
+        self._check_name(name, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent.discard(name)
@@ -139,57 +166,104 @@ class Module:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
-        _check_name("module", name)
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module: {name!r} must be a Module, got {type(module).__name__}")
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module", self._modules)
         self._modules[name] = module
 
-    # ------------------------------------------------------------------------------ traversal
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
-        """This module and every submodule, depth first, each once, with dotted names."""
-        seen: set[int] = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, module = stack.pop()
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
-            yield name, module
-            children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items() if m is not None]
-            stack.extend(reversed(children))
+    def register_module(self, name: str, module: "Module | None") -> None:
+        """Alias of :meth:`add_module`."""
+        self.add_module(name, module)
 
-    def modules(self) -> Iterator["Module"]:
-        for _, module in self.named_modules():
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``''``: this module)."""
+        if target == "":
+            return self
+        module: Module = self
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(module._get_name() + " has no attribute `" + item + "`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return module
+
+    def _member(self, target: str) -> tuple["Module", str]:
+        """The module holding the dotted path ``target`` and the last name, checked to exist there."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        return module, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``'layer.0.weight'``)."""
+        module, name = self._member(target)
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``'bn.running_mean'``)."""
+        module, name = self._member(target)
+        if name not in module._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return getattr(module, name)
+
+    # ------------------------------------------------------------------------------ traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module and every submodule, depth first (each once unless ``remove_duplicate=False``),
+        with dotted names."""
+        memo = set() if memo is None else memo
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self, remove_duplicate: bool = True) -> Iterator["Module"]:
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set[int] = set()
         for name, module in self._modules.items():
-            if module is not None:
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
                 yield name, module
 
     def children(self) -> Iterator["Module"]:
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, registry: str, prefix: str, recurse: bool) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_name, module in modules:
             for name, value in getattr(module, registry).items():
                 if value is None or id(value) in seen:
                     continue
-                seen.add(id(value))
+                if remove_duplicate:
+                    seen.add(id(value))
                 yield (f"{module_name}.{name}" if module_name else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
-        return self._named_members("_parameters", prefix, recurse)  # type: ignore[return-value]
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)  # type: ignore[return-value]
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
-        return self._named_members("_buffers", prefix, recurse)
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buffer in self.named_buffers(recurse=recurse):
@@ -248,17 +322,18 @@ class Module:
                 dtype = arg
         if dtype is not None and not dtypes.is_floating(dtypes.as_dtype(dtype)):
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        for tensor in self._tensors():
+            cast = dtype if tensor.dtype.kind == "f" else None
+            _replace(tensor, tensor.detach().to(dtype=cast, device=device))
+        return self
+
+    def _tensors(self) -> Iterator[Tensor]:
+        """Every parameter and buffer of the module tree."""
         for module in self.modules():
             for registry in (module._parameters, module._buffers):
                 for value in registry.values():
-                    if value is None:
-                        continue
-                    cast = dtype if value.dtype.kind == "f" else None
-                    moved = value.detach().to(dtype=cast, device=device)
-                    value.array, value.device = moved.array, moved.device
-                    if value.grad is not None:
-                        value.grad = value.grad.to(dtype=value.dtype, device=value.device)
-        return self
+                    if value is not None:
+                        yield value
 
     def float(self) -> "Module":
         return self.to(dtype=dtypes.float32)
@@ -266,20 +341,43 @@ class Module:
     def double(self) -> "Module":
         return self.to(dtype=dtypes.float64)
 
+    def half(self) -> "Module":
+        return self.to(dtype=dtypes.float16)
+
+    def bfloat16(self) -> "Module":
+        raise NotImplementedError("bfloat16: tinynorm keeps its arrays in numpy, which has no bfloat16 dtype; use "
+                                  "half() (float16) or float() instead")
+
+    def type(self, dst_type: Any) -> "Module":
+        """Cast every parameter and buffer, floating or not, to ``dst_type``."""
+        dtype = dtypes.as_dtype(dst_type)
+        for tensor in self._tensors():
+            _replace(tensor, tensor.detach().to(dtype=dtype))
+        return self
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> "Module":
+        return self.to("cuda" if device is None else device)
+
     # -------------------------------------------------------------------------- state dict
-    def state_dict(self, prefix: str = "") -> "OrderedDict[str, Tensor]":
-        """Parameters and persistent buffers by dotted name, as detached tensors sharing memory."""
+    def state_dict(self, *, destination: "MutableMapping[str, Tensor] | None" = None, prefix: str = "",
+                   keep_vars: bool = False) -> "MutableMapping[str, Tensor]":
+        """Parameters and persistent buffers by dotted name, as detached tensors sharing memory (the
+        tensors themselves with ``keep_vars=True``), added to ``destination`` when given. A module
+        reached by two paths is listed under both, as in PyTorch."""
         if not isinstance(prefix, str):
             raise TypeError(f"state_dict: prefix must be a str, got {type(prefix).__name__}")
-        state: OrderedDict[str, Tensor] = OrderedDict()
-        for module_name, module in self.named_modules(prefix.rstrip(".")):
+        state = OrderedDict() if destination is None else destination
+        for module_name, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             dotted = f"{module_name}." if module_name else ""
             for name, param in module._parameters.items():
                 if param is not None:
-                    state[dotted + name] = param.detach()
+                    state[dotted + name] = param if keep_vars else param.detach()
             for name, buffer in module._buffers.items():
                 if buffer is not None and name not in module._non_persistent:
-                    state[dotted + name] = buffer.detach()
+                    state[dotted + name] = buffer if keep_vars else buffer.detach()
         return state
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
@@ -325,12 +423,38 @@ class Module:
         """The arguments shown between the parentheses of ``repr(module)``."""
         return ""
 
+    def _get_name(self) -> str:
+        return type(self).__name__
+
     def __repr__(self) -> str:
-        children = [f"({name}): " + repr(module).replace("\n", "\n  ") for name, module in self._modules.items()]
-        if not children:
-            return f"{type(self).__name__}({self.extra_repr()})"
-        lines = ([self.extra_repr()] if self.extra_repr() else []) + children
-        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+        """PyTorch's layout: ``Name(extra)`` on one line, or the extra lines and ``(name): child``
+        lines indented inside."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + indent(repr(module)) for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if len(extra_lines) == 1 and not child_lines:
+            text += extra_lines[0]
+        elif lines:
+            text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
+
+
+def indent(text: str, spaces: int = 2) -> str:
+    """``text`` with every line after the first indented by ``spaces`` (blank lines stay empty)."""
+    first, *rest = text.split("\n")
+    if not rest:
+        return text
+    return "\n".join([first] + [(" " * spaces + line) if line.strip() else "" for line in rest])
+
+
+def _replace(tensor: Tensor, moved: Tensor) -> None:
+    """Make ``tensor`` (a parameter or buffer) hold ``moved``'s values in place, keeping its identity;
+    its gradient follows."""
+    tensor.array, tensor.device = moved.array, moved.device
+    if tensor.grad is not None:
+        tensor.grad = tensor.grad.to(dtype=tensor.dtype, device=tensor.device)
 
 
 def _converted_value(value: Any, target: Tensor) -> np.ndarray:
@@ -373,14 +497,3 @@ def _first_inexact_integer(array: np.ndarray, dtype: np.dtype) -> Any:
         if not (is_whole and low <= value <= high):
             return value
     return None
-
-
-def _check_name(kind: str, name: object) -> None:
-    """A parameter, buffer or submodule name is a non-empty string without dots (PyTorch's errors: a dot
-    would make its state-dict key ambiguous)."""
-    if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
-    if not name:
-        raise KeyError(f'{kind} name can\'t be empty string ""')
-    if "." in name:
-        raise KeyError(f'{kind} name can\'t contain ".", got {name!r}')

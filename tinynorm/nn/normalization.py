@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import creation
 from .._checks import CheckedAttribute, check_eps, check_momentum, check_tensor
+from ..ops.local_pooling import local_response_norm
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, normalized_shape_tuple, rms_norm
 from ..tensor import Tensor
 from . import init
@@ -32,6 +33,14 @@ def _check_positive_int(layer: str, name: str, value: object) -> int:
     return value
 
 
+def _reset_affine(weight: Parameter | None, bias: Parameter | None) -> None:
+    """The initial affine transform, the identity: weight 1 and bias 0 (each where the layer has it)."""
+    if weight is not None:
+        init.ones_(weight)
+    if bias is not None:
+        init.zeros_(bias)
+
+
 class _NormBase(Module):
     """What BatchNorm and InstanceNorm share: affine parameters and running statistics per channel."""
 
@@ -39,18 +48,14 @@ class _NormBase(Module):
     momentum = CheckedAttribute(partial(check_momentum, allow_none=True))
 
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
-                 track_running_stats: bool, dtype: Any = None) -> None:
+                 track_running_stats: bool, dtype: Any = None, bias: bool = True) -> None:
         super().__init__()
         self.num_features = _check_positive_int(type(self).__name__, "num_features", num_features)
         self.eps, self.momentum = eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.frozen = False
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dtype))
-            self.bias = Parameter(creation.zeros(num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self.register_parameter("weight", Parameter(creation.ones(num_features, dtype=dtype)) if affine else None)
+        self.register_parameter("bias", Parameter(creation.zeros(num_features, dtype=dtype)) if affine and bias else None)
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
@@ -68,9 +73,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self.weight, self.bias)
 
     def _check_channels(self, x: Tensor, channel_dim: int = 1) -> None:
         if x.shape[channel_dim] != self.num_features:
@@ -81,7 +84,7 @@ class _NormBase(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -89,8 +92,8 @@ class _BatchNorm(_NormBase):
     _layout = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, *, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+                 track_running_stats: bool = True, *, dtype: Any = None, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias)
 
     def freeze(self) -> "_BatchNorm":
         """Normalize with the running statistics and never update them, even in training mode.
@@ -169,8 +172,8 @@ class _InstanceNorm(_NormBase):
     _spatial_dims = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, *, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+                 track_running_stats: bool = False, *, dtype: Any = None, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, bias)
 
     def forward(self, input: Tensor) -> Tensor:
         x = check_tensor(type(self).__name__, "input", input)
@@ -200,6 +203,12 @@ class InstanceNorm2d(_InstanceNorm):
     _spatial_dims = 2
 
 
+class InstanceNorm3d(_InstanceNorm):
+    """Normalize each (sample, channel) of (N, C, D, H, W) over D, H and W."""
+
+    _spatial_dims = 3
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims of each sample (Transformers' norm)."""
 
@@ -214,10 +223,7 @@ class LayerNorm(Module):
         self.bias = Parameter(creation.zeros(*self.normalized_shape, dtype=dtype)) if elementwise_affine and bias else None
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -260,7 +266,7 @@ class GroupNorm(Module):
     eps = CheckedAttribute(check_eps)
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 *, dtype: Any = None) -> None:
+                 *, dtype: Any = None, bias: bool = True) -> None:
         super().__init__()
         _check_positive_int("GroupNorm", "num_groups", num_groups)
         _check_positive_int("GroupNorm", "num_channels", num_channels)
@@ -269,13 +275,11 @@ class GroupNorm(Module):
                 f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}"
             )
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        self.weight = Parameter(creation.ones(num_channels, dtype=dtype)) if affine else None
-        self.bias = Parameter(creation.zeros(num_channels, dtype=dtype)) if affine else None
+        self.register_parameter("weight", Parameter(creation.ones(num_channels, dtype=dtype)) if affine else None)
+        self.register_parameter("bias", Parameter(creation.zeros(num_channels, dtype=dtype)) if affine and bias else None)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         x = check_tensor("GroupNorm", "input", input)
@@ -285,4 +289,18 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
+
+
+class LocalResponseNorm(Module):
+    """AlexNet's local response normalization across ``size`` neighbouring channels (``F.local_response_norm``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -121,9 +121,10 @@ class SyncBatchNorm(_BatchNorm):
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, process_group: Any = None, *, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, process_group: Any = None, *, dtype: Any = None,
+                 bias: bool = True) -> None:
         distributed.mpi()  # fail now, with the install hint, rather than at the first training step
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dims(self, x: Tensor) -> None:
@@ -145,7 +146,7 @@ class SyncBatchNorm(_BatchNorm):
         converted = module
         if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
             converted = cls(module.num_features, module.eps, module.momentum, module.affine,
-                            module.track_running_stats, process_group)
+                            module.track_running_stats, process_group, bias=module.bias is not None)
             for name in ("weight", "bias"):
                 setattr(converted, name, getattr(module, name))
             for name in ("running_mean", "running_var", "num_batches_tracked"):

@@ -4,7 +4,8 @@ from .comparison import compare
 from .dropout import dropout
 from .elementwise import abs, clamp, exp, gelu, log, maximum, minimum, relu, rsqrt, sigmoid, sqrt, tanh, where
 from .linalg import linear, matmul
-from .losses import cross_entropy, mse_loss, nll_loss
+from .losses import cross_entropy, nll_loss
+from .pointwise_losses import mse_loss
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var
 from .shape import (
     cast, cat, chunk, clone, expand, flatten, getitem, narrow, permute, reshape, split, squeeze, stack, t, to_device,

@@ -1,4 +1,5 @@
-"""Convolution (1-D and 2-D) and 2-D pooling over channel-first tensors, with PyTorch's semantics and errors.
+"""Convolution (1-D and 2-D) over channel-first tensors, with PyTorch's semantics and errors (pooling
+is in ``ops/pooling.py``).
 
 A 2-D convolution is one differentiable op, :class:`Conv2d`, whose forward and backward are the
 backend's ``conv2d_forward`` / ``conv2d_backward`` (on the CPU: the input laid out for large GEMMs,
@@ -200,58 +201,3 @@ def padded_convolution(x: Tensor, weight: Tensor, bias: Tensor | None, stride: A
     spatial_dims = weight.ndim - 2
     return _convolution(f"conv{spatial_dims}d", x, weight, bias, stride, padding, dilation, groups, padding_mode,
                         spatial_dims)
-
-
-class MaxPool2d(Function):
-    backward_name = "MaxPool2DWithIndicesBackward0"
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
-        y, argmax = ctx.xp.max_pool2d_forward(x, kernel_size, stride, padding)
-        ctx.save_for_backward(argmax)
-        ctx.x_shape = x.shape
-        return y
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        (argmax,) = ctx.saved_tensors
-        return ctx.xp.max_pool2d_backward(grad, argmax, ctx.x_shape, checked=True)  # the forward's own argmax
-
-
-class AvgPool2d(Function):
-    backward_name = "AvgPool2DBackward0"
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
-        ctx.x_shape, ctx.geometry = x.shape, (kernel_size, stride, padding)
-        return ctx.xp.avg_pool2d_forward(x, kernel_size, stride, padding)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Any) -> Any:
-        return ctx.xp.avg_pool2d_backward(grad, ctx.x_shape, *ctx.geometry)
-
-
-def _check_4d(op: str, x: Tensor) -> None:
-    check_tensor(op, "input", x)
-    if x.ndim != 4:
-        raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
-
-
-def max_pool2d(x: Tensor, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> Tensor:
-    """Max over windows (stride defaults to ``kernel_size``); the first maximum gets the gradient."""
-    _check_4d("max_pool2d", x)
-    return MaxPool2d.apply(x, kernel_size, stride, padding)
-
-
-def avg_pool2d(x: Tensor, kernel_size: IntPair, stride: IntPair | None = None, padding: IntPair = 0) -> Tensor:
-    """Mean over windows, padded zeros counted (PyTorch's ``count_include_pad=True``)."""
-    _check_4d("avg_pool2d", x)
-    return AvgPool2d.apply(x, kernel_size, stride, padding)
-
-
-def adaptive_avg_pool2d(x: Tensor, output_size: IntPair) -> Tensor:
-    """Average pooling to ``output_size``; only (1, 1), global average pooling, is supported."""
-    _check_4d("adaptive_avg_pool2d", x)
-    if output_size not in (1, (1, 1)):
-        raise ValueError(f"adaptive_avg_pool2d: only output_size (1, 1) is supported, got {output_size!r}")
-    return x.mean(dim=(2, 3), keepdim=True)

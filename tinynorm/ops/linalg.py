@@ -109,3 +109,17 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _same_dtype("linear", x, weight, ("the input", "the weight"),
                 "convert the input (x.float(), x.double()) or the layer (layer.to(x.dtype))")
     return Linear.apply(x, weight, bias)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y_o = x1^T W_o x2 + b_o for x1 (*, in1), x2 (*, in2) and W (out, in1, in2): one matrix product
+    x1 (W as (in1, out in2)), then a product with x2 summed over in2."""
+    out, in1, in2 = weight.shape if weight.ndim == 3 else (None, None, None)
+    if out is None or input1.shape[-1] != in1 or input2.shape[-1] != in2 or input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): expected input1 (*, in1), input2 (*, in2) and weight (out, in1, in2) with "
+                           f"matching sizes, got {list(input1.shape)}, {list(input2.shape)} and {list(weight.shape)}")
+    _same_dtype("bilinear", input1, weight, ("the input", "the weight"),
+                "convert the input (x.float(), x.double()) or the layer (layer.to(x.dtype))")
+    mixed = matmul(input1, weight.permute(1, 0, 2).reshape(in1, out * in2))
+    y = (mixed.reshape(*input1.shape[:-1], out, in2) * input2.unsqueeze(-2)).sum(-1)
+    return y if bias is None else y + bias

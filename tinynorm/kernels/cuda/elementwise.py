@@ -23,6 +23,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+from numba import config
+
 from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
@@ -54,19 +57,29 @@ def square(a):
     return a * a
 
 
-@cuda.jit(device=True)
-def exp(a):
-    return math.exp(a)
+if config.ENABLE_CUDASIM:
+    # The simulator runs these in Python, whose math module raises for exp(1000), log(0) and sqrt(-1)
+    # where the GPU returns IEEE's inf, -inf and nan; numpy's functions return them, as the GPU does
+    # (in float64, as math computes).
+    def _ieee(function):
+        def device_function(a):
+            with np.errstate(all="ignore"):
+                return function(np.float64(a))
+        return cuda.jit(device=True)(device_function)
 
+    exp, log, sqrt = _ieee(np.exp), _ieee(np.log), _ieee(np.sqrt)
+else:
+    @cuda.jit(device=True)
+    def exp(a):
+        return math.exp(a)
 
-@cuda.jit(device=True)
-def log(a):
-    return math.log(a)
+    @cuda.jit(device=True)
+    def log(a):
+        return math.log(a)
 
-
-@cuda.jit(device=True)
-def sqrt(a):
-    return math.sqrt(a)
+    @cuda.jit(device=True)
+    def sqrt(a):
+        return math.sqrt(a)
 
 
 @cuda.jit(device=True)

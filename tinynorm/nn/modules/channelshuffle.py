@@ -1,0 +1,2 @@
+"""``torch.nn.modules.channelshuffle``."""
+from ..upsampling import ChannelShuffle  # noqa: F401

@@ -1,0 +1,2 @@
+"""``torch.nn.modules.distance``."""
+from ..distance import CosineSimilarity, PairwiseDistance  # noqa: F401

@@ -1,0 +1,2 @@
+"""``torch.nn.modules.flatten``."""
+from ..linear import Flatten, Unflatten  # noqa: F401

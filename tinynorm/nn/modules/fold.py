@@ -1,0 +1,2 @@
+"""``torch.nn.modules.fold``."""
+from ..fold import Fold, Unfold  # noqa: F401

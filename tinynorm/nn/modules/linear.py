@@ -1,0 +1,3 @@
+"""``torch.nn.modules.linear``."""
+from ..linear import Bilinear, Identity, Linear  # noqa: F401
+from ..multihead_attention import NonDynamicallyQuantizableLinear  # noqa: F401

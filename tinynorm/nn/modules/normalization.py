@@ -1,0 +1,2 @@
+"""``torch.nn.modules.normalization``."""
+from ..normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401

@@ -1,0 +1,2 @@
+"""``torch.nn.modules.pixelshuffle``."""
+from ..upsampling import PixelShuffle, PixelUnshuffle  # noqa: F401

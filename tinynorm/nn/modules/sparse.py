@@ -1,0 +1,2 @@
+"""``torch.nn.modules.sparse``."""
+from ..embedding import Embedding, EmbeddingBag  # noqa: F401

@@ -1,0 +1,4 @@
+"""``torch.nn.modules.transformer``."""
+from ..transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)

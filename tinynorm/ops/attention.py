@@ -1,0 +1,73 @@
+"""``scaled_dot_product_attention``, as ``F.scaled_dot_product_attention`` computes it (its math path):
+
+    softmax(q k^T * scale + bias) v,    scale = 1 / sqrt(E) by default,
+
+for query (..., L, E), key (..., S, E) and value (..., S, Ev). The bias is 0 where a query may attend a
+key and -inf where it may not: ``is_causal`` forbids keys after the query (the upper triangle), a bool
+``attn_mask`` forbids its False entries, and a float ``attn_mask`` is added as it is. A query that may
+attend no key at all gets zeros (PyTorch's safe softmax), not the NaN of softmax over -inf alone, and
+no NaN reaches the gradients either. Built from differentiable ops, so backward is autograd's.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor, on_device
+from .dropout import dropout
+from .elementwise import where
+from .linalg import matmul
+from .softmax import softmax
+
+
+def _bias(attn_mask: Any, is_causal: bool, query: Tensor, length: int, keys: int) -> Tensor | None:
+    """The additive bias (broadcastable to (..., L, S)), or None without masking."""
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        allowed = np.tril(np.ones((length, keys), dtype=bool))
+        return Tensor._from_array(query._backend.from_numpy(np.where(allowed, 0, -np.inf).astype(query.dtype)),
+                                  query.device)
+    if attn_mask is None:
+        return None
+    mask = on_device(attn_mask, query.device, "scaled_dot_product_attention", "attn_mask is", "query is")
+    if mask.dtype.kind == "b":
+        return where(mask, 0.0, -math.inf).to(query.dtype)
+    if mask.dtype != query.dtype:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {mask.dtype} and  query.dtype: {query.dtype} instead.")
+    return mask
+
+
+def _grouped(key: Tensor, heads: int) -> Tensor:
+    """``key`` (..., Hk, S, E) with each of its heads repeated for ``heads // Hk`` query heads."""
+    groups = key.shape[-3]
+    if heads % groups:
+        raise RuntimeError(f"scaled_dot_product_attention: the number of query heads ({heads}) must be a multiple "
+                           f"of the number of key/value heads ({groups}) with enable_gqa=True")
+    return key[(Ellipsis, np.repeat(np.arange(groups), heads // groups), slice(None), slice(None))]
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """Attention of ``query`` over ``key``/``value`` (see the module docstring); ``dropout_p`` drops
+    attention weights (always, as in PyTorch: pass 0.0 outside training)."""
+    length, keys = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.ndim >= 3:
+        key, value = _grouped(key, query.shape[-3]), _grouped(value, query.shape[-3])
+    factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = matmul(query, key.transpose(-2, -1)) * factor
+    bias = _bias(attn_mask, is_causal, query, length, keys)
+    if bias is None:
+        weights = softmax(scores, -1)
+    else:
+        scores = scores + bias
+        blocked = bias.detach().amax(-1, keepdim=True) == -math.inf  # rows that may attend nothing
+        weights = where(blocked, 0.0, softmax(where(blocked, 0.0, scores), -1))
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p, True)
+    return matmul(weights, value)
