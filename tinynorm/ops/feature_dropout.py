@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import warnings
 
+from .._checks import check_number
 from ..random import default_generator
 from ..tensor import Tensor
 from .inplace import modify
 
 
 def check_probability(p: float) -> None:
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= check_number("dropout", "p", p) <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
