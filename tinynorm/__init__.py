@@ -26,11 +26,23 @@ from .dtypes import (  # noqa: A004  (int, float and bool are dtypes here, as in
     bool, bool_, can_cast, double, float, float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
     int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
-from .ops import (
-    abs, amax, amin, argmax, argmin, cat, clamp, exp, flatten, log, log_softmax, matmul, maximum, mean, minimum,
-    permute, relu, reshape, rsqrt, sigmoid, softmax, sqrt, squeeze, stack, std, sum, tanh, transpose, unsqueeze,
-    var, where,
+from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, round, sum)
+    abs, absolute, add, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort, atleast_1d, atleast_2d, baddbmm,
+    bincount, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, broadcast_to, cat, cdist, ceil, chunk, clamp, clip,
+    concat, concatenate, cos, count_nonzero, cumprod, cumsum, diag, div, divide, dot, einsum, eq, equal, erf, exp, exp2, expm1,
+    fix, flatten, flip, fliplr, flipud, float_power, floor, floor_divide, fmod, frac, gather, ge, greater,
+    greater_equal, gt, hstack, index_select, isclose, isfinite, isinf, isnan, isneginf, isposinf, le, lerp, less,
+    less_equal, log, log1p, log2, log_softmax, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt,
+    masked_fill, matmul, max, maximum, mean, meshgrid, min, minimum, mm, moveaxis, movedim, mul, multiply, mv, nan_to_num,
+    narrow, ne, neg, negative, nonzero, norm, not_equal, outer, permute, pow, prod, reciprocal, relu, remainder,
+    repeat_interleave, reshape, roll, round, row_stack, rsqrt, scatter, scatter_add, sigmoid, sign, sin, softmax, sort,
+    split, sqrt, square, squeeze, stack, std, sub, subtract, sum, swapaxes, t, take_along_dim, tan, tanh, tile, topk, transpose, tril,
+    triu, true_divide, trunc, unbind, unflatten, unique, unsqueeze, var, vstack, where,
 )
+from .devices import device
+from .printing import get_printoptions, printoptions, set_printoptions
+from .size import Size
+from .tensor import is_floating_point, is_tensor, numel
 from .io import load, save
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .sampling import bernoulli, multinomial, normal, randint, randint_like, randperm

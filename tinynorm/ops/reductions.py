@@ -1,7 +1,8 @@
-"""Reductions over dimensions: sum, mean, var, std, amax/amin, max/min, argmax/argmin.
+"""Reductions over dimensions: sum, mean, var, std, prod, amax/amin, max/min, argmax/argmin, any/all,
+count_nonzero.
 
 Arguments follow PyTorch (``dim``, ``keepdim``); numpy's names ``axis`` and ``keepdims`` are accepted
-as aliases. Backward of a reduction broadcasts the gradient back over the reduced dimensions: it first
+as aliases by every one. Backward of a reduction broadcasts the gradient back over the reduced dimensions: it first
 re-inserts them (as size 1) when ``keepdim=False`` dropped them.
 """
 from __future__ import annotations
@@ -11,21 +12,30 @@ from typing import Any
 
 from .. import dtypes
 from ..autograd.function import Context, Function
-from ..tensor import MinMax, Tensor
+from .. import return_types
+from ..tensor import Tensor
 from .dims import normalize_dim, normalize_dims
+from .scan import as_accumulated, exclusive_products
 
 Dims = tuple[int, ...] | None
 
 
+def numpy_aliases(dim: Any, keepdim: bool, numpy_names: dict, op: str) -> tuple[Any, bool]:
+    """PyTorch's (dim, keepdim) merged with numpy's aliases (axis, keepdims), which PyTorch accepts too."""
+    if numpy_names:
+        unknown = set(numpy_names) - {"axis", "keepdims"}
+        if unknown:
+            raise TypeError(f"{op}() got unexpected keyword arguments {sorted(unknown)}")
+        if "axis" in numpy_names:
+            dim = numpy_names["axis"]
+        keepdim = numpy_names.get("keepdims", keepdim)
+    return dim, bool(keepdim)
+
+
 def _resolve(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, op: str) -> tuple[Dims, bool]:
-    """Merge PyTorch's (dim, keepdim) with numpy's (axis, keepdims) aliases."""
-    unknown = set(numpy_names) - {"axis", "keepdims"}
-    if unknown:
-        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(unknown)}")
-    if "axis" in numpy_names:
-        dim = numpy_names["axis"]
-    keepdim = numpy_names.get("keepdims", keepdim)
-    return normalize_dims(dim, x.ndim, op), bool(keepdim)
+    """The reduced dims (None: all) and keepdim, from PyTorch's or numpy's argument names."""
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, op)
+    return normalize_dims(dim, x.ndim, op), keepdim
 
 
 def _expand_back(grad: Any, dims: Dims, keepdim: bool, xp: Any) -> Any:
@@ -106,6 +116,32 @@ class Var(Function):
         return grad * centered * (2 / ctx.divisor if ctx.divisor else math.inf)
 
 
+class Prod(Function):
+    """The product over one dim; each input's gradient is the product of the others, from the running
+    products before and after it (right with zeros in the input, where ``out / x`` is not)."""
+
+    backward_name = "ProdBackward1"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, dim: int | None, keepdim: bool) -> Any:
+        ctx.save_for_backward(x)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return ctx.xp.prod(x, axis=dim, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        xp = ctx.xp
+        if ctx.dim is None:
+            return grad * exclusive_products(xp, x.reshape(-1), 0).reshape(x.shape)
+        grad = _expand_back(grad, (ctx.dim,), ctx.keepdim, xp)
+        return grad * exclusive_products(xp, x, ctx.dim)
+
+
+class ProdAll(Prod):
+    backward_name = "ProdBackward0"
+
+
 class Amax(Function):
     """The largest values: the gradient is shared evenly among the elements that attain them."""
 
@@ -147,13 +183,47 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) 
     return (MeanAll if dims is None else Mean).apply(x, dims, keepdim)
 
 
-def var(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
-    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "var")
-    return Var.apply(x, dims, keepdim, correction)
+def _correction(dim: Any, unbiased: Any, correction: Any, op: str) -> tuple[Any, float]:
+    """The dims and the correction of ``var``/``std``: ``unbiased`` (True: 1, False: 0) or
+    ``correction``, not both; ``var(x, False)`` is ``unbiased=False``, as in PyTorch."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise TypeError(f"{op}(): unbiased given twice (as dim={dim} and unbiased={unbiased})")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}(): received both unbiased={unbiased} and correction={correction}; give one of them")
+    if correction is not None:
+        return dim, correction
+    return dim, 0 if unbiased is False else 1
 
 
-def std(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
-    return var(x, dim, keepdim, correction=correction, **numpy_names).sqrt()
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+        correction: float | None = None, **numpy_names: Any) -> Tensor:
+    """The variance over ``dim`` (all dims by default), dividing by ``n - correction`` (by default
+    ``n - 1``, ``unbiased``); floating tensors only, as PyTorch."""
+    dim, correction = _correction(dim, unbiased, correction, "var")
+    dims, keepdim = _resolve(input, dim, keepdim, numpy_names, "var")
+    if input.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    return Var.apply(input, dims, keepdim, correction)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+        correction: float | None = None, **numpy_names: Any) -> Tensor:
+    """The standard deviation, ``sqrt(var(...))`` with the same arguments."""
+    dim, correction = _correction(dim, unbiased, correction, "std")
+    return var(input, dim, keepdim=keepdim, correction=correction, **numpy_names).sqrt()
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A002
+         **numpy_names: Any) -> Tensor:
+    """The product of all elements, or over the one dim ``dim``; bools and integers give int64."""
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, "prod")
+    x = as_accumulated(input, dtype)
+    if dim is None:
+        return ProdAll.apply(x, None, False)
+    return Prod.apply(x, normalize_dim(dim, x.ndim, "prod"), keepdim)
+
 
 
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
@@ -166,38 +236,114 @@ def amin(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) 
     return Amin.apply(x, dims, keepdim)
 
 
-def max(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """The largest value; with ``dim``, a ``(values, indices)`` pair as in PyTorch."""
-    if dim is None:
-        return amax(x)
-    return MinMax(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+class MaxAll(Amax):
+    """``max(x)`` of all elements (PyTorch names it apart from ``amax``)."""
+
+    backward_name = "MaxBackward1"
 
 
-def min(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """The smallest value; with ``dim``, a ``(values, indices)`` pair as in PyTorch."""
+class MinAll(Amin):
+    backward_name = "MinBackward1"
+
+
+class MaxDim(Amax):
+    """The values of ``max(x, dim)``."""
+
+    backward_name = "MaxBackward0"
+
+
+class MinDim(Amin):
+    backward_name = "MinBackward0"
+
+
+def _extreme(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, largest: bool) -> Any:
+    """``max``/``min``: of all elements, ``(values, indices)`` along ``dim``, or elementwise against a
+    tensor given as ``dim`` (``torch.max(a, b)``)."""
+    op = "max" if largest else "min"
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, op)
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum, minimum
+        return (maximum if largest else minimum)(x, dim)
     if dim is None:
-        return amin(x)
-    return MinMax(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+        if x.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                               f"the reduction dim with the 'dim' argument.")
+        return (MaxAll if largest else MinAll).apply(x, None, False)
+    d = normalize_dim(dim, x.ndim, op)
+    values = (MaxDim if largest else MinDim).apply(x, (d,), keepdim)
+    pair = return_types.max if largest else return_types.min
+    return pair(values, _arg_extreme(x, d, keepdim, "argmax" if largest else "argmin"))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Any:  # noqa: A001, A002
+    """The largest value; along ``dim``, the pair ``(values, indices)``; with a tensor ``other`` in
+    place of ``dim``, the elementwise maximum (``torch.max(a, b)``)."""
+    return _extreme(input, dim, keepdim, numpy_names, True)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Any:  # noqa: A001, A002
+    """The smallest value; along ``dim``, ``(values, indices)``; against a tensor, the elementwise minimum."""
+    return _extreme(input, dim, keepdim, numpy_names, False)
 
 
 def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor:
     xp = x._backend
     find = getattr(xp, name)
     if dim is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
         index = find(x.array.reshape(-1))
+        if keepdim:
+            index = xp.reshape(xp.as_array(index), (1,) * x.ndim)
     else:
         d = normalize_dim(dim, x.ndim, name)
-        index = find(x.array, axis=d)
-        if keepdim:
+        index = find(x.array, axis=d) if x.ndim else xp.as_array(find(x.array.reshape(-1)))
+        if keepdim and x.ndim:
             index = xp.expand_dims(index, d)
     return Tensor._from_array(xp.as_array(index).astype("int64"), x.device)
 
 
-def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A002
     """Index of the largest value (of the flattened tensor when ``dim`` is None); not differentiable."""
-    return _arg_extreme(x, dim, keepdim, "argmax")
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, "argmax")
+    return _arg_extreme(input, dim, keepdim, "argmax")
 
 
-def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A002
     """Index of the smallest value; not differentiable."""
-    return _arg_extreme(x, dim, keepdim, "argmin")
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, "argmin")
+    return _arg_extreme(input, dim, keepdim, "argmin")
+
+
+def _truth_reduction(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, op: str) -> Tensor:
+    """``any``/``all`` over ``dim``: bool (uint8 for uint8 input, as PyTorch)."""
+    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, op)
+    xp = x._backend
+    flags = x.array if x.dtype.kind == "b" else x.array != 0
+    result = getattr(xp, "amax" if op == "any" else "amin")(flags, axis=dims, keepdims=keepdim) if flags.size else \
+        xp.full(_reduced_shape(x.shape, dims, keepdim), op == "all", dtype=dtypes.bool_)
+    result = xp.as_array(result)
+    return Tensor._from_array(result.astype(dtypes.uint8) if x.dtype == dtypes.uint8 else result, x.device)
+
+
+def _reduced_shape(shape: tuple, dims: Dims, keepdim: bool) -> tuple:
+    axes = range(len(shape)) if dims is None else dims
+    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keepdim or d not in axes)
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A001, A002
+    """Whether any element (over ``dim``) is nonzero."""
+    return _truth_reduction(input, dim, keepdim, numpy_names, "any")
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A001, A002
+    """Whether every element (over ``dim``) is nonzero."""
+    return _truth_reduction(input, dim, keepdim, numpy_names, "all")
+
+
+def count_nonzero(input: Tensor, dim: Any = None, **numpy_names: Any) -> Tensor:  # noqa: A002
+    """How many elements (over ``dim``: an int or a tuple) are nonzero, as int64."""
+    dims, _ = _resolve(input, dim, False, numpy_names, "count_nonzero")
+    xp = input._backend
+    counts = xp.sum((input.array != 0).astype(dtypes.int64), axis=dims)
+    return Tensor._from_array(xp.as_array(counts), input.device)

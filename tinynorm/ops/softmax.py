@@ -1,4 +1,5 @@
-"""softmax and log_softmax along one dim, computed after subtracting the max (no overflow).
+"""softmax and log_softmax along one dim, and logsumexp over dims, computed after subtracting the max
+(no overflow).
 
 With s = softmax(x): ds/dx applied to g is s * (g - sum(g * s)); for log_softmax it is
 g - s * sum(g). The backend's fused kernels work over the last axis; another dim is moved there
@@ -11,7 +12,9 @@ from typing import Any
 
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
-from .dims import normalize_dim
+from .dims import normalize_dim, normalize_dims
+from .elementwise import _floating
+from .reductions import numpy_aliases
 
 
 def _along(xp: Any, kernel: Callable[..., Any], dim: int, *arrays: Any) -> Any:
@@ -67,3 +70,32 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     d = normalize_dim(dim, x.ndim, "log_softmax")
     return LogSoftmax.apply(x, d)
+
+
+class Logsumexp(Function):
+    """log(sum(exp(x))) over dims, after subtracting the max (no overflow; a row of -inf gives -inf);
+    its gradient is the softmax of ``x`` over those dims."""
+
+    backward_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, dims: tuple[int, ...], keepdim: bool) -> Any:
+        xp = ctx.xp
+        shift = xp.amax(x, axis=dims, keepdims=True)
+        shift = xp.where(xp.isinf(shift), 0, shift)  # all -inf (or an inf): exp(x - shift) stays defined
+        kept = xp.log(xp.sum(xp.exp(x - shift), axis=dims, keepdims=True)) + shift
+        ctx.save_for_backward(x, kept)
+        return kept if keepdim else xp.reshape(kept, tuple(n for d, n in enumerate(kept.shape) if d not in dims))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        x, kept = ctx.saved_tensors
+        return ctx.xp.reshape(grad, kept.shape) * ctx.xp.exp(x - kept)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A002
+    """``log(sum(exp(input), dim))``, computed stably; integers give the default float dtype."""
+    dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, "logsumexp")
+    x = _floating(input)
+    dims = normalize_dims(dim, x.ndim, "logsumexp")
+    return Logsumexp.apply(x, tuple(range(x.ndim)) if dims is None or x.ndim == 0 else dims, keepdim)
