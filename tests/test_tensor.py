@@ -126,7 +126,7 @@ def test_detach_and_requires_grad_():
 
 def test_repr_shows_values_dtype_and_grad_fn():
     assert repr(tinynorm.tensor([1.0, 2.0])) == "tensor([1., 2.])"
-    assert "dtype=float64" in repr(tinynorm.tensor([1.0], dtype="float64"))
+    assert "dtype=tinynorm.float64" in repr(tinynorm.tensor([1.0], dtype="float64"))
     assert "requires_grad=True" in repr(tinynorm.ones(1, requires_grad=True))
     assert "grad_fn=<MulBackward0>" in repr(tinynorm.ones(1, requires_grad=True) * 2)
 

@@ -167,7 +167,7 @@ class Tensor:
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
+        return self.array.shape[0]
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         """Whether the elements lie in memory in row-major order, back to back."""
@@ -196,7 +196,7 @@ class Tensor:
 
     def item(self) -> Any:
         if self.numel() != 1:
-            raise ValueError(f"item(): only a one-element tensor can be converted, got shape {self.shape}")
+            raise ValueError(f"item(): only a one-element tensor can be converted, got shape {tuple(self.array.shape)}")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:
