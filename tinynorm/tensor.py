@@ -587,6 +587,8 @@ class Tensor:
     __rxor__ = __xor__
 
     def __invert__(self) -> "Tensor":
+        if self.array.dtype.kind not in "biu":
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _ops.bitwise_not(self)
 
     def __neg__(self) -> "Tensor":

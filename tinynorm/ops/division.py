@@ -36,6 +36,16 @@ class RemainderByTensor(Remainder):
     backward_name = "RemainderBackward1"
 
 
+class RemainderOfNumber(Remainder):
+    """``number % tensor``: PyTorch has no derivative for it, so its node's backward raises."""
+
+    backward_name = "NotImplemented"
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        raise RuntimeError("derivative for aten::remainder is not implemented")
+
+
 class Fmod(Function):
     backward_name = "FmodBackward0"
 
@@ -100,6 +110,8 @@ def _operands(op: str, a: Any, b: Any) -> tuple[Any, Any, bool]:
 def remainder(input: Any, other: Any) -> Tensor:  # noqa: A002  (PyTorch's argument names)
     """Python's ``input % other``: the remainder with the sign of ``other``."""
     a, b, _ = _operands("remainder", input, other)
+    if not isinstance(input, Tensor):
+        return RemainderOfNumber.apply(a, b)
     return (RemainderByTensor if isinstance(b, Tensor) else Remainder).apply(a, b)
 
 
@@ -120,7 +132,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor: 
     if rounding_mode is None:
         return arithmetic.div(input, other)
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"'{rounding_mode}'")
     a, b, floating = _operands("div", input, other)
     return RoundedDivide.apply(a, b, rounding_mode, floating)

@@ -125,8 +125,11 @@ class RoundDecimals(Round):
 
 
 class Sign(Constant):
+    """-1, 0 or 1; NaN gives 0, as in PyTorch."""
+
     backward_name = "SignBackward0"
-    compute = staticmethod(lambda xp, x: xp.sign(x))
+    compute = staticmethod(lambda xp, x: xp.where(xp.isnan(x), x.dtype.type(0), xp.sign(x)) if x.dtype.kind == "f"
+                           else xp.sign(x))
 
 
 def _float_function(function: type[Function]) -> Any:
@@ -176,8 +179,10 @@ fix = trunc
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001, A002
     """Each element rounded to ``decimals`` decimal places, half to even (as PyTorch: scale, round,
     unscale, in the tensor's dtype)."""
-    if decimals == 0 or input.dtype.kind != "f":
+    if decimals == 0:
         return _unchanged_for_integers(Round, input)
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{dtypes.type_name(input.dtype)}\'')
     scale = 10.0 ** abs(decimals)
     if decimals > 0:
         return arithmetic.div(RoundDecimals.apply(arithmetic.mul(input, scale)), scale)
