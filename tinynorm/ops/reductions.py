@@ -270,7 +270,7 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, largest: boo
                                f"the reduction dim with the 'dim' argument.")
         return (MaxAll if largest else MinAll).apply(x, None, False)
     d = normalize_dim(dim, x.ndim, op)
-    values = (MaxDim if largest else MinDim).apply(x, (d,), keepdim)
+    values = (MaxDim if largest else MinDim).apply(x, (d,) if x.ndim else (), keepdim)
     pair = return_types.max if largest else return_types.min
     return pair(values, _arg_extreme(x, d, keepdim, "argmax" if largest else "argmin"))
 

@@ -7,6 +7,7 @@ and back (a copy, in the kernel, for the rare dim that is not last).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -83,7 +84,9 @@ class Logsumexp(Function):
         xp = ctx.xp
         shift = xp.amax(x, axis=dims, keepdims=True)
         shift = xp.where(xp.isinf(shift), 0, shift)  # all -inf (or an inf): exp(x - shift) stays defined
-        kept = xp.log(xp.sum(xp.exp(x - shift), axis=dims, keepdims=True)) + shift
+        total = xp.sum(xp.exp(x - shift), axis=dims, keepdims=True)
+        empty = total == 0  # every x is -inf: log(0) = -inf, written out (Numba's simulator raises on log(0))
+        kept = xp.where(empty, -math.inf, xp.log(xp.where(empty, 1, total))) + shift
         ctx.save_for_backward(x, kept)
         return kept if keepdim else xp.reshape(kept, tuple(n for d, n in enumerate(kept.shape) if d not in dims))
 
@@ -93,9 +96,11 @@ class Logsumexp(Function):
         return ctx.xp.reshape(grad, kept.shape) * ctx.xp.exp(x - kept)
 
 
-def logsumexp(input: Tensor, dim: Any, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A002
+def logsumexp(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably; integers give the default float dtype."""
     dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, "logsumexp")
+    if dim is None:
+        raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
     x = _floating(input)
     dims = normalize_dims(dim, x.ndim, "logsumexp")
     return Logsumexp.apply(x, tuple(range(x.ndim)) if dims is None or x.ndim == 0 else dims, keepdim)
