@@ -16,8 +16,9 @@ if not numba.config.ENABLE_CUDASIM:
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import test_api_pointwise  # noqa: E402
 import test_api_reductions  # noqa: E402
+import test_api_selection  # noqa: E402
 
-MODULES = [test_api_pointwise, test_api_reductions]
+MODULES = [test_api_pointwise, test_api_reductions, test_api_selection]
 
 # The same tests, collected here under their module's name (two modules may name a test alike).
 for _module in MODULES:
