@@ -14,11 +14,12 @@ if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import test_api_linalg  # noqa: E402
 import test_api_pointwise  # noqa: E402
 import test_api_reductions  # noqa: E402
 import test_api_selection  # noqa: E402
 
-MODULES = [test_api_pointwise, test_api_reductions, test_api_selection]
+MODULES = [test_api_linalg, test_api_pointwise, test_api_reductions, test_api_selection]
 
 # The same tests, collected here under their module's name (two modules may name a test alike).
 for _module in MODULES:

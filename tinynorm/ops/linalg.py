@@ -209,6 +209,7 @@ class VectorNorm(Function):
     the count of nonzeros (0). Its gradient is 0 where the norm is 0, as PyTorch's."""
 
     backward_name = "LinalgVectorNormBackward0"
+    split_ties = True  # the gradient of the max norm is shared among the elements that attain it
 
     @staticmethod
     def forward(ctx: Context, x: Any, ord: float, dims: tuple[int, ...], keepdim: bool) -> Any:  # noqa: A002
@@ -239,6 +240,8 @@ class VectorNorm(Function):
             return xp.zeros_like(x)
         if ord in (math.inf, -math.inf):
             hits = xp.abs(x) == kept
+            if not ctx.function.split_ties:
+                return grad * xp.sign(x) * hits
             return grad * xp.sign(x) * hits / xp.sum(hits, axis=_reduced(kept, x), keepdims=True)
         if ord == 1:
             return grad * xp.sign(x)
@@ -248,6 +251,14 @@ class VectorNorm(Function):
         magnitude = xp.abs(x)
         power = xp.where(magnitude == 0, 0, xp.where(magnitude == 0, 1, magnitude) ** (ord - 1))
         return xp.sign(x) * power * scale
+
+
+class Distance(VectorNorm):
+    """The norm of the differences in ``cdist``: PyTorch gives each element attaining the max norm the
+    whole gradient."""
+
+    backward_name = "CdistBackward0"
+    split_ties = False
 
 
 def _reduced(kept: Any, x: Any) -> tuple[int, ...]:
@@ -286,4 +297,4 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     _require(columns1 == columns2, f"X1 and X2 must have the same number of columns. X1: {columns1} X2: {columns2}")
     _require(p >= 0, "cdist only supports non-negative p values")
     differences = arithmetic.sub(shape.unsqueeze(x1, -2), shape.unsqueeze(x2, -3))
-    return norm(differences, p, -1)
+    return Distance.apply(differences, float(p), (differences.ndim - 1,), False)
