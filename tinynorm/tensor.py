@@ -137,6 +137,9 @@ class Tensor:
     @property
     def mT(self) -> "Tensor":  # noqa: N802  (PyTorch's name)
         """The last two dims swapped (a view): the matrix transpose of each matrix in a batch."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                               f"tensor.")
         return _ops.transpose(self, -2, -1)
 
     def size(self, dim: int | None = None) -> Any:

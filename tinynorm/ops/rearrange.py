@@ -89,8 +89,10 @@ def _dims_argument(dims: Any) -> tuple:
 
 
 def flip(input: Tensor, dims: Any) -> Tensor:  # noqa: A002  (PyTorch's argument name)
-    """A copy of ``input`` with the order of the elements reversed along ``dims``."""
-    dims = normalize_dims(dims if isinstance(dims, (tuple, list)) else (dims,), input.ndim, "flip")
+    """A copy of ``input`` with the order of the elements reversed along ``dims`` (a sequence of dims)."""
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not {type(dims).__name__}")
+    dims = normalize_dims(dims, input.ndim, "flip")
     return Flip.apply(input, dims)
 
 

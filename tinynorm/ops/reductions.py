@@ -101,19 +101,46 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
+        centered, variance = Var.centered_and_variance(ctx, x, dims, keepdim, correction)
+        ctx.save_for_backward(centered)
+        return variance
+
+    @staticmethod
+    def centered_and_variance(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> tuple[Any, Any]:
         xp = ctx.xp
         centered = x - xp.mean(x, axis=dims, keepdims=True)
         divisor = _count(x.shape, dims) - correction
         divisor = divisor if divisor > 0 else 0
-        ctx.save_for_backward(centered)
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
-        return xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor
+        return centered, xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (centered,) = ctx.saved_tensors
+        return Var.gradient(ctx, grad, centered)
+
+    @staticmethod
+    def gradient(ctx: Context, grad: Any, centered: Any) -> Any:
         grad = _expand_back(grad, ctx.dims, ctx.keepdim, ctx.xp)
         return grad * centered * (2 / ctx.divisor if ctx.divisor else math.inf)
+
+
+class Std(Var):
+    """The square root of the variance; d std = d var / (2 std)."""
+
+    backward_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
+        centered, variance = Var.centered_and_variance(ctx, x, dims, keepdim, correction)
+        out = ctx.xp.sqrt(variance)
+        ctx.save_for_backward(centered, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
+        centered, out = ctx.saved_tensors
+        return Var.gradient(ctx, grad / (2 * out), centered)
 
 
 class Prod(Function):
@@ -197,22 +224,26 @@ def _correction(dim: Any, unbiased: Any, correction: Any, op: str) -> tuple[Any,
     return dim, 0 if unbiased is False else 1
 
 
+def _spread(function: type[Var], input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any,  # noqa: A002
+            numpy_names: dict, op: str) -> Tensor:
+    dim, correction = _correction(dim, unbiased, correction, op)
+    dims, keepdim = _resolve(input, dim, keepdim, numpy_names, op)
+    if input.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    return function.apply(input, dims, keepdim, correction)
+
+
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
         correction: float | None = None, **numpy_names: Any) -> Tensor:
     """The variance over ``dim`` (all dims by default), dividing by ``n - correction`` (by default
     ``n - 1``, ``unbiased``); floating tensors only, as PyTorch."""
-    dim, correction = _correction(dim, unbiased, correction, "var")
-    dims, keepdim = _resolve(input, dim, keepdim, numpy_names, "var")
-    if input.dtype.kind != "f":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    return Var.apply(input, dims, keepdim, correction)
+    return _spread(Var, input, dim, unbiased, keepdim, correction, numpy_names, "var")
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
         correction: float | None = None, **numpy_names: Any) -> Tensor:
     """The standard deviation, ``sqrt(var(...))`` with the same arguments."""
-    dim, correction = _correction(dim, unbiased, correction, "std")
-    return var(input, dim, keepdim=keepdim, correction=correction, **numpy_names).sqrt()
+    return _spread(Std, input, dim, unbiased, keepdim, correction, numpy_names, "std")
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A002

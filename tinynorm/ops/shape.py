@@ -76,6 +76,14 @@ class Permute(Function):
         return ctx.xp.transpose(grad, inverse)
 
 
+class Transpose(Permute):
+    backward_name = "TransposeBackward0"
+
+
+class T(Permute):
+    backward_name = "TBackward0"
+
+
 class Expand(Function):
     """Broadcast to a larger shape (a read-only view); the engine sums the gradient back (``unbroadcast``)."""
 
@@ -120,6 +128,38 @@ class GetItem(Function):
         return ctx.xp.index_add(ctx.shape, ctx.index, grad, checked=True)
 
 
+class Select(GetItem):
+    """Basic indexing whose last step picks one position (``x[0]``, ``x[1:, 2]``), named as PyTorch names it."""
+
+    backward_name = "SelectBackward0"
+
+
+class Slice(GetItem):
+    backward_name = "SliceBackward0"
+
+
+class Unsqueeze(GetItem):
+    backward_name = "UnsqueezeBackward0"
+
+
+class Alias(GetItem):
+    backward_name = "AliasBackward0"
+
+
+def _basic_index_node(index: Any) -> type[GetItem]:
+    """The node class PyTorch names a basic index after: its last step other than ``:`` and ``...``."""
+    items = index if isinstance(index, tuple) else (index,)
+    for item in reversed(items):
+        if item is None:
+            return Unsqueeze
+        if isinstance(item, slice):
+            if item != slice(None) or not isinstance(index, tuple):
+                return Slice
+        elif item is not Ellipsis:
+            return Select
+    return Alias
+
+
 class TakeRows(Function):
     """``x[indices]`` along dim 0 for integer indices already checked to lie in ``[0, len(x))``
     (embedding lookups): unlike ``x[indices]``, nothing is read back from the device to check them."""
@@ -147,7 +187,7 @@ class Cat(Function):
             return ctx.xp.concatenate(arrays, axis=dim)
         except ValueError:
             shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
-            raise ValueError(f"cat: shapes {shapes} must match except in dim {dim}") from None
+            raise RuntimeError(f"cat: shapes {shapes} must match except in dim {dim}") from None
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
@@ -257,14 +297,14 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     dims = list(range(x.ndim))
     a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
-    return Permute.apply(x, tuple(dims))
+    return Transpose.apply(x, tuple(dims))
 
 
 def t(x: Tensor) -> Tensor:
     """The transpose of a tensor of at most 2 dims."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return x if x.ndim < 2 else transpose(x, 0, 1)
+    return x if x.ndim < 2 else T.apply(x, (1, 0))
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
@@ -300,11 +340,12 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     raw = raw_index(index, x)
-    if is_basic_index(raw):
-        # With a trailing ``...`` numpy returns a 0-d view, not a scalar copy, when every dim is indexed.
-        items = raw if isinstance(raw, tuple) else (raw,)
-        raw = items if Ellipsis in items else items + (Ellipsis,)
-    return GetItem.apply(x, raw)
+    if not is_basic_index(raw):
+        return GetItem.apply(x, raw)
+    node = _basic_index_node(raw)
+    # With a trailing ``...`` numpy returns a 0-d view, not a scalar copy, when every dim is indexed.
+    items = raw if isinstance(raw, tuple) else (raw,)
+    return node.apply(x, items if Ellipsis in items else items + (Ellipsis,))
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -410,10 +451,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
-    shapes = {tuple(t.shape) for t in tensors}
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shapes = {tuple(t.array.shape) for t in tensors}
     if len(shapes) != 1:
-        raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+        raise RuntimeError(f"stack expects each tensor to be equal size, got shapes {sorted(shapes)}")
     d = normalize_dim(dim, tensors[0].ndim + 1, "stack")
     return cat([unsqueeze(t, d) for t in tensors], dim=d)
 
