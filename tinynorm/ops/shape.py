@@ -280,7 +280,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = x.shape
+    shape = x.array.shape
     return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
 
 
@@ -309,15 +309,15 @@ def t(x: Tensor) -> Tensor:
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
-    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+    return reshape(x, x.array.shape[:d] + (1,) + x.array.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
     if dim is None:
-        return reshape(x, tuple(n for n in x.shape if n != 1))
+        return reshape(x, tuple(n for n in x.array.shape if n != 1))
     dims = normalize_dims(dim, x.ndim, "squeeze")
-    return reshape(x, tuple(n for d, n in enumerate(x.shape) if not (d in dims and n == 1)))
+    return reshape(x, tuple(n for d, n in enumerate(x.array.shape) if not (d in dims and n == 1)))
 
 
 def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -329,12 +329,12 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
                            f"the number of dimensions in the tensor ({x.ndim})")
     if any(n == -1 for n in shape[:offset]):
         raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension ({shape})")
-    target = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
-    for i, n in enumerate(x.shape):
+    target = tuple(x.array.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
+    for i, n in enumerate(x.array.shape):
         if n != 1 and n != target[i + offset]:
             raise RuntimeError(f"The expanded size of the tensor ({target[i + offset]}) must match the existing "
                                f"size ({n}) at non-singleton dimension {i + offset}.  Target sizes: {list(shape)}.  "
-                               f"Tensor sizes: {list(x.shape)}")
+                               f"Tensor sizes: {list(x.array.shape)}")
     return Expand.apply(x, target)
 
 
@@ -351,7 +351,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The view of ``length`` elements of ``x`` along ``dim``, from ``start``."""
     d = normalize_dim(dim, x.ndim, "narrow")
-    size = x.shape[d]
+    size = x.array.shape[d]
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start ({start}) is out of range for dimension {d} of size {size}")
     start %= size if size else 1
@@ -364,7 +364,7 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     """Views of consecutive pieces along ``dim``: of ``split_size`` each (the last may be smaller), or of
     the given list of sizes."""
     d = normalize_dim(dim, x.ndim, "split")
-    size = x.shape[d]
+    size = x.array.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and not (step == 0 and size == 0):
@@ -387,13 +387,13 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, x.ndim, "chunk")
-    return split(x, max(-(-x.shape[d] // chunks), 1), d)
+    return split(x, max(-(-x.array.shape[d] // chunks), 1), d)
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices of ``x`` along ``dim``, each without that dim (views)."""
     d = normalize_dim(dim, x.ndim, "unbind")
-    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.array.shape[d]))
 
 
 def raw_index(index: Any, x: Tensor) -> Any:
