@@ -596,3 +596,14 @@ def test_random_fills_draw_from_the_generator(device):
     assert -1.0 <= x.numpy().min() and x.numpy().max() < 3.0
     x.bernoulli_(0.25)
     assert set(np.unique(x.numpy())) <= {0.0, 1.0} and abs(x.numpy().mean() - 0.25) < 0.06
+
+
+def test_a_batch_norm_training_step_counts_versions_as_pytorch(device):
+    def fn(lib, make):
+        layer = lib.nn.BatchNorm1d(3).to(device) if lib is tn else lib.nn.BatchNorm1d(3)
+        buffers = (layer.running_mean, layer.running_var, layer.num_batches_tracked)
+        before = [b._version for b in buffers]
+        layer(make([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]]))
+        return [b._version - v for b, v in zip(buffers, before)]
+
+    assert_same(fn, device)

@@ -122,8 +122,8 @@ class Context(Node):
         self.output_shape: tuple[int, ...] = ()
         self.released = False
         self._saved: tuple[Any, ...] = ()
-        # position in _saved, counter, version, position, counter, version ... for the saved arrays that
-        # hold an input's or the output's memory, and VersionCounter.writes when they were saved.
+        # (position in _saved, counter, version) for each saved array that holds an input's or the output's
+        # memory, and VersionCounter.writes when they were saved.
         self.saved_versions: tuple[Any, ...] = ()
         self.saved_at = 0
 
@@ -142,8 +142,7 @@ class Context(Node):
         versions = self.saved_versions
         if not versions or self.saved_at == VersionCounter.writes:  # nothing written in place since
             return self._saved
-        for i in range(0, len(versions), 3):
-            position, counter, version = versions[i:i + 3]
+        for position, counter, version in versions:
             if counter.value != version:
                 array = self._saved[position]
                 raise RuntimeError(
@@ -221,12 +220,12 @@ class Function:
 
 
 def _saved_versions(xp: Any, saved: tuple, arrays: list, args: tuple, output: Tensor) -> tuple:
-    """``position, counter, version`` for each saved array that holds an input's or the output's memory
+    """``(position, counter, version)`` for each saved array that holds an input's or the output's memory
     (itself or a view of it), so backward can tell whether that memory was changed in place since.
 
     This runs for every recorded op that saves something, so the usual cases (a saved input or output,
     found by identity) take a few comparisons and no function calls."""
-    versions = ()
+    versions = []
     out = output.array
     for position, array in enumerate(saved):
         if array is out:
@@ -243,8 +242,8 @@ def _saved_versions(xp: Any, saved: tuple, arrays: list, args: tuple, output: Te
         counter = tensor._version_counter
         if counter is None:
             counter = tensor._version_counter = VersionCounter()
-        versions += (position, counter, counter.value)  # flat: one small tuple per op, not one per array
-    return versions
+        versions.append((position, counter, counter.value))
+    return tuple(versions)
 
 
 def _input_viewed_by(xp: Any, array: Any, args: tuple) -> Tensor | None:

@@ -106,12 +106,11 @@ def _recorded_write(target: Tensor, result: Tensor) -> Tensor:
 def _keep_own_copies(node: Context, target: Tensor) -> None:
     """Let ``node`` keep private copies of the arrays it saved from ``target``'s memory, which the write
     is about to change (its own version check then no longer concerns them)."""
-    counter, versions = target._counter(), node.saved_versions
-    entries = [versions[i:i + 3] for i in range(0, len(versions), 3)]
-    owned = {position for position, saved_counter, _ in entries if saved_counter is counter}
+    counter = target._counter()
+    owned = {position for position, saved_counter, _ in node.saved_versions if saved_counter is counter}
     if owned:
         node._saved = tuple(node.xp.copy(a) if i in owned else a for i, a in enumerate(node._saved))
-        node.saved_versions = tuple(v for entry in entries if entry[0] not in owned for v in entry)
+        node.saved_versions = tuple(v for v in node.saved_versions if v[0] not in owned)
 
 
 def _replay(xp: Any, array: Any, steps: tuple) -> Any:

@@ -101,46 +101,37 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
-        centered, variance = Var.centered_and_variance(ctx, x, dims, keepdim, correction)
-        ctx.save_for_backward(centered)
-        return variance
-
-    @staticmethod
-    def centered_and_variance(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> tuple[Any, Any]:
         xp = ctx.xp
         centered = x - xp.mean(x, axis=dims, keepdims=True)
         divisor = _count(x.shape, dims) - correction
         divisor = divisor if divisor > 0 else 0
+        ctx.save_for_backward(centered)
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
-        return centered, xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor
+        return xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (centered,) = ctx.saved_tensors
-        return Var.gradient(ctx, grad, centered)
-
-    @staticmethod
-    def gradient(ctx: Context, grad: Any, centered: Any) -> Any:
         grad = _expand_back(grad, ctx.dims, ctx.keepdim, ctx.xp)
         return grad * centered * (2 / ctx.divisor if ctx.divisor else math.inf)
 
 
 class Std(Var):
-    """The square root of the variance; d std = d var / (2 std)."""
+    """sqrt(var): d std / dx = d var / dx / (2 std), and 0 where std is 0 (a constant row), as in PyTorch."""
 
     backward_name = "StdBackward0"
 
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
-        centered, variance = Var.centered_and_variance(ctx, x, dims, keepdim, correction)
-        out = ctx.xp.sqrt(variance)
-        ctx.save_for_backward(centered, out)
+        out = ctx.xp.sqrt(Var.forward(ctx, x, dims, keepdim, correction))
+        ctx.out = out
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
-        centered, out = ctx.saved_tensors
-        return Var.gradient(ctx, grad / (2 * out), centered)
+        xp = ctx.xp
+        zero = ctx.out == 0
+        return Var.backward(ctx, xp.where(zero, 0, grad / xp.where(zero, 1, 2 * ctx.out)))
 
 
 class Prod(Function):
@@ -254,7 +245,6 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
     if dim is None:
         return ProdAll.apply(x, None, False)
     return Prod.apply(x, normalize_dim(dim, x.ndim, "prod"), keepdim)
-
 
 
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
