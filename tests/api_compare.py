@@ -61,7 +61,7 @@ def flat(value):
 
 
 def dtype_name(tensor):
-    return str(tensor.dtype).replace("torch.", "")
+    return str(tensor.dtype).removeprefix("torch.").removeprefix("tinynorm.")
 
 
 def assert_values(ours, theirs, rtol, atol, where):
@@ -77,8 +77,11 @@ def assert_values(ours, theirs, rtol, atol, where):
                                        atol=atol, equal_nan=True, err_msg=where)
     elif isinstance(theirs, torch.Size):
         assert isinstance(ours, tn.Size) and tuple(ours) == tuple(theirs), f"{where}: {ours!r} != {theirs!r}"
-    elif isinstance(theirs, (torch.dtype, torch.device)):
-        assert str(ours).replace("tinynorm.", "") == str(theirs).replace("torch.", ""), f"{where}: {ours} != {theirs}"
+    elif isinstance(theirs, torch.dtype):
+        assert isinstance(ours, tn.dtype) and str(ours) == str(theirs).replace("torch.", "tinynorm."), \
+            f"{where}: {ours} != {theirs}"
+    elif isinstance(theirs, torch.device):
+        assert isinstance(ours, tn.device) and str(ours) == str(theirs), f"{where}: {ours} != {theirs}"
     elif isinstance(theirs, float):
         assert isinstance(ours, float) and np.isclose(ours, theirs, rtol=rtol, atol=atol, equal_nan=True), \
             f"{where}: {ours!r} != {theirs!r}"
@@ -114,7 +117,7 @@ def _check_gradients(our_items, their_items, our_leaves, their_leaves, rtol, ato
     for mine, other in pairs:
         upstream = rng.standard_normal(tuple(other.shape))
         other.backward(torch.tensor(upstream, dtype=other.dtype), retain_graph=True)
-        mine.backward(tn.tensor(upstream, dtype=str(mine.dtype), device=mine.device), retain_graph=True)
+        mine.backward(tn.tensor(upstream, dtype=mine.dtype, device=mine.device), retain_graph=True)
     for k, (mine, other) in enumerate(zip(our_leaves, their_leaves)):
         if other.grad is None:
             assert mine.grad is None or not mine.grad.numpy().any(), f"leaf {k}: PyTorch has no gradient"

@@ -1,6 +1,7 @@
 """Reductions, running sums and sorting against PyTorch: max/min in all three forms, prod, var/std with
 ``unbiased``/``correction``, numpy's ``axis``/``keepdims``, any/all, count_nonzero, logsumexp, cumsum,
-cumprod, sort, argsort, topk, unique, bincount (values, dtypes, gradients, errors), and float64
+cumprod, sort, argsort, topk, unique, bincount, var_mean/std_mean, sum/mean with ``dtype``, softmax and
+log_softmax (values, dtypes, gradients, errors), and float64
 finite-difference checks of the new differentiable ops.
 """
 import numpy as np
@@ -105,6 +106,42 @@ def test_var_and_std_take_unbiased_or_correction(device):
 
 def test_var_refuses_unbiased_and_correction_together(device):
     check(lambda lib, make: lib.std(make(X), unbiased=False, correction=0), device)
+
+
+def test_var_mean_and_std_mean(device):
+    check(lambda lib, make: lib.var_mean(make(X, requires_grad=True), 1), device)
+    check(lambda lib, make: lib.std_mean(make(X, requires_grad=True), dim=0, correction=0, keepdim=True), device)
+    check(lambda lib, make: lib.var_mean(make(X, requires_grad=True), False), device)
+    check(lambda lib, make: lib.std_mean(make(X), (0, 1), True, True), device)
+    check(lambda lib, make: lib.var_mean(make(INTS), 1), device)
+
+
+def test_sum_and_mean_take_a_dtype(device):
+    check(lambda lib, make: make(X, requires_grad=True).sum(dtype=lib.float64), device)
+    check(lambda lib, make: lib.sum(make(X), 1, dtype=lib.int32), device)
+    check(lambda lib, make: (make([200, 100], dtype="uint8").sum(), make([True, True]).sum(0),
+                             make([100, 100], dtype="int8").sum(dtype=lib.int8)), device)
+    check(lambda lib, make: make(INTS).mean(1, dtype=lib.float64), device)
+    check(lambda lib, make: make(X, requires_grad=True).mean(dim=0, keepdim=True, dtype=lib.float64), device)
+    check(lambda lib, make: make(X).mean(dtype=lib.int64), device)
+    check(lambda lib, make: make(INTS).mean(), device)
+
+
+def test_max_min_take_other_by_name(device):
+    for name in ("max", "min"):
+        check(lambda lib, make: getattr(lib, name)(make(X, requires_grad=True), other=make(WITH_ZEROS)), device)
+
+
+def test_softmax_and_log_softmax(device):
+    for name in ("softmax", "log_softmax"):
+        check(lambda lib, make: getattr(lib, name)(make(X, requires_grad=True), 1), device)
+        check(lambda lib, make: getattr(make(X, requires_grad=True), name)(0, dtype=lib.float64), device)
+        check(lambda lib, make: getattr(lib, name)(make(INTS), -1, lib.float32), device)
+        check(lambda lib, make: getattr(lib, name)(make(INTS), -1), device)
+        check(lambda lib, make: getattr(lib, name)(make(X, dtype="float16", requires_grad=True), 1), device,
+              rtol=2e-3, atol=2e-3)
+        check(lambda lib, make: getattr(lib, name)(make(X)), device)
+        check(lambda lib, make: getattr(lib, name)(make(X), 2), device)
 
 
 def test_any_and_all(device):

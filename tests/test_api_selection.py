@@ -64,6 +64,8 @@ def test_where(device):
     check(lambda lib, make: lib.where(make(X) > 0, make(X, requires_grad=True), make(Y, requires_grad=True)), device)
     check(lambda lib, make: make(X, requires_grad=True).where(make(X) > 0, make(Y, requires_grad=True)), device)
     check(lambda lib, make: lib.where(make(X) > 0, make(X, requires_grad=True), 0.0), device)
+    check(lambda lib, make: (lib.where(make(X) > 0, 1.0, 0.0), lib.where(make(X) > 0, 1, 0),
+                             lib.where(make(X) > 0, 2, 0.5), lib.where(make(X) > 0, make([[1, 2, 3]]), 2.5)), device)
     check(lambda lib, make: lib.where(make(X) > 0), device)
     check(lambda lib, make: lib.where(make([[0, 3], [2, 0]])), device)
 

@@ -41,6 +41,31 @@ def test_stacking(device):
     check(lambda lib, make: lib.vstack([make(X), make([1.0, 2.0])]), device)
 
 
+def test_cat_promotes_and_skips_empty_vectors(device):
+    check(lambda lib, make: lib.cat([make(X, requires_grad=True), make([[1, 2, 3]])]), device)
+    check(lambda lib, make: lib.cat([make([True]), make([2], dtype="uint8"), make([3], dtype="int8")]), device)
+    check(lambda lib, make: lib.cat([make([]), make(X, requires_grad=True)], 1), device)
+    check(lambda lib, make: lib.cat((make([], dtype="int64"), make([1, 2]), make([], dtype="int64"))), device)
+    check(lambda lib, make: lib.cat([make([]), make([])]), device)
+
+    def accumulate(lib, make):  # the idiom of collecting predictions batch by batch
+        collected = make([])
+        for batch in (make([1, 2]), make([3])):
+            collected = lib.cat([collected, batch])
+        return collected
+
+    check(accumulate, device)
+
+
+def test_cat_refuses_what_pytorch_refuses(device):
+    check(lambda lib, make: lib.cat([]), device)
+    check(lambda lib, make: lib.cat([make(1.0), make(2.0)]), device)
+    check(lambda lib, make: lib.cat([make(X), make([1.0, 2.0, 3.0])]), device)
+    check(lambda lib, make: lib.cat([make(X), make([[1.0, 2.0]])]), device)
+    check(lambda lib, make: lib.cat([make(X)], dim=2), device)
+    check(lambda lib, make: lib.cat([make(X), X]), device)
+
+
 def test_repeat_and_tile(device):
     check(lambda lib, make: make(X, requires_grad=True).repeat(2, 3), device)
     check(lambda lib, make: make(X, requires_grad=True).repeat((2, 1, 2)), device)
@@ -92,6 +117,12 @@ def test_transposes_and_shape_likes(device):
     check(lambda lib, make: make(X, requires_grad=True).view_as(make([[0.0] * 2] * 3)), device)
     check(lambda lib, make: make(X, requires_grad=True).reshape_as(make([0.0] * 6)), device)
     check(lambda lib, make: make(X).view_as(make([0.0] * 5)), device)
+    check(lambda lib, make: (make(CUBE, requires_grad=True).mH, make(X, requires_grad=True).H,
+                             make(CUBE, requires_grad=True).adjoint()), device)
+    for bad in (lambda lib, make: make([1.0]).mH, lambda lib, make: make(CUBE).H, lambda lib, make: make([1.0]).H):
+        check(bad, device)
+    with pytest.warns(UserWarning, match="deprecated on 0-D"):
+        assert tn.tensor(2.0, device=device).H.item() == 2.0
 
 
 def test_unflatten(device):

@@ -3,6 +3,7 @@ type_as), is_floating_point, element_size, new_* tensors, nelement, dim, size(d)
 ``__format__``, PyTorch's ``repr`` on many tensors, ``set_printoptions``, ``tinynorm.device`` and
 ``tinynorm.Size``.
 """
+import copy
 import math
 import pickle
 
@@ -70,6 +71,10 @@ def test_tolist_and_item(device):
     check(lambda lib, make: (make(X).tolist(), make([1, 2]).tolist(), make(2.5).tolist(), make([True]).tolist(),
                              make(3).item(), make([[2.5]]).item(), int(make(7)), float(make(1.5)),
                              [1, 2, 3][make(2)]), device)
+    for bad in (lambda lib, make: make([1.0, 2.0]).item(), lambda lib, make: bool(make([1.0, 2.0])),
+                lambda lib, make: float(make([[1.0], [2.0]])), lambda lib, make: [1, 2][make(1.0)],
+                lambda lib, make: [1, 2][make([0, 1])]):
+        check(bad, device)
 
 
 def test_format(device):
@@ -231,9 +236,40 @@ def test_size_is_a_tuple_that_prints_as_pytorchs():
         tn.Size(3)
 
 
-def test_dtypes_print_as_numpy_dtypes():
-    """dtypes are numpy's, which print as 'float32' (PyTorch: 'torch.float32'); a tensor's repr names
-    them tinynorm.float32 (docs/differences.md)."""
-    assert str(tn.float32) == "float32" and tn.float32 == np.float32 and tn.tensor(X).dtype == tn.float32
-    assert "dtype=tinynorm.float64" in repr(tn.tensor(X, dtype=tn.float64))
-    assert math.isclose(tn.tensor(X).double().sum().item(), 3.0)
+DTYPE_NAMES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+               "half", "float", "double", "short", "int", "long"]
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_dtypes_are_pytorchs(name):
+    """Each dtype prints, compares and answers as PyTorch's, and is numpy's dtype to numpy."""
+    ours, theirs = getattr(tn, name), getattr(torch, name)
+    assert isinstance(ours, tn.dtype) and str(ours) == repr(ours) == str(theirs).replace("torch.", "tinynorm.")
+    assert f"{ours}" == str(ours) and ours == getattr(tn, str(ours).removeprefix("tinynorm."))
+    assert (ours.is_floating_point, ours.is_signed, ours.is_complex, ours.itemsize) == \
+        (theirs.is_floating_point, theirs.is_signed, theirs.is_complex, theirs.itemsize)
+    numpy_dtype = np.dtype(str(theirs).removeprefix("torch."))
+    assert ours == numpy_dtype and numpy_dtype == ours and hash(ours) == hash(numpy_dtype) and ours != tn.uint8 \
+        or name == "uint8"
+    assert np.zeros(2, ours).dtype == numpy_dtype and np.ones(2).astype(ours).dtype == numpy_dtype
+    assert tn.zeros(2, dtype=ours).dtype is ours and tn.zeros(2, dtype=numpy_dtype).dtype is ours
+    assert pickle.loads(pickle.dumps(ours)) is ours and copy.deepcopy(ours) is ours
+
+
+def test_dtypes_of_tensors_and_promotion_are_pytorchs(device):
+    check(lambda lib, make: (make(X).dtype, make([1, 2]).dtype, make([True]).dtype, make(X).half().dtype,
+                             lib.get_default_dtype(), lib.result_type(make([1, 2]), 2.5),
+                             lib.promote_types(lib.int8, lib.uint8), lib.promote_types(lib.int64, lib.float16)),
+          device)
+    texts = [(str(x.dtype), f"{x.dtype}", repr(x.dtype)) for x in (tn.tensor(X, device=device), tn.tensor([1]))]
+    assert texts == [(str(x.dtype).replace("torch.", "tinynorm."),) * 3 for x in (torch.tensor(X), torch.tensor([1]))]
+    assert "dtype=tinynorm.float64" in repr(tn.tensor(X, dtype=tn.float64, device=device))
+    assert tn.tensor(X, device=device).dtype == np.float32 and tn.tensor(X, dtype="tinynorm.int32").dtype is tn.int32
+
+
+def test_dtype_refuses_what_tinynorm_has_no_kernels_for():
+    with pytest.raises(TypeError, match="unsupported dtype complex64"):
+        tn.zeros(2, dtype=np.complex64)
+    with pytest.raises(TypeError, match="dtype must be a dtype"):
+        tn.zeros(2, dtype="tinynorm.nothing")
+    assert not hasattr(tn, "bfloat16")  # numpy has none (docs/differences.md)

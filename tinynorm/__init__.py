@@ -22,6 +22,7 @@ from .creation import (
     randn, randn_like, zeros, zeros_like,
 )
 from .cuda import from_cuda_array
+from .dtypes import DType as dtype  # the class of tinynorm.float32 and the others, as torch.dtype
 from .dtypes import (  # noqa: A004  (int, float and bool are dtypes here, as in PyTorch)
     bool, bool_, can_cast, double, float, float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
     int64, long, promote_types, result_type, set_default_dtype, short, uint8,
@@ -36,8 +37,8 @@ from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, rou
     masked_fill, matmul, max, maximum, mean, meshgrid, min, minimum, mm, moveaxis, movedim, mul, multiply, mv, nan_to_num,
     narrow, ne, neg, negative, nonzero, norm, not_equal, outer, permute, pow, prod, reciprocal, relu, remainder,
     repeat_interleave, reshape, roll, round, row_stack, rsqrt, scatter, scatter_add, sigmoid, sign, sin, softmax, sort,
-    split, sqrt, square, squeeze, stack, std, sub, subtract, sum, swapaxes, t, take_along_dim, tan, tanh, tile, topk, transpose, tril,
-    triu, true_divide, trunc, unbind, unflatten, unique, unsqueeze, var, vstack, where,
+    split, sqrt, square, squeeze, stack, std, std_mean, sub, subtract, sum, swapaxes, t, take_along_dim, tan, tanh, tile, topk, transpose, tril,
+    triu, true_divide, trunc, unbind, unflatten, unique, unsqueeze, var, var_mean, vstack, where,
 )
 from .devices import device
 from .printing import get_printoptions, printoptions, set_printoptions

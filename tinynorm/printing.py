@@ -7,8 +7,7 @@ are; floats whose nonzero finite values are all integers as ``1.``; other floats
 smallest is below 1e-4, or they are more than 1000 apart. Tensors of more than ``threshold`` (1000)
 elements show only ``edgeitems`` (3) at each end of every dim, lines wrap at ``linewidth`` (80), and
 the suffixes follow: the device unless the CPU, the dtype unless the default float dtype, int64 or
-bool, then ``grad_fn=<...>`` or ``requires_grad=True``. dtypes print as ``tinynorm.float64`` (PyTorch:
-``torch.float64``).
+bool, then ``grad_fn=<...>`` or ``requires_grad=True``.
 """
 from __future__ import annotations
 
@@ -161,10 +160,6 @@ def format_values(values: np.ndarray, indent: int) -> str:
     return _nested(values, indent, summarize, _Formatter(_summarized(values, summarize)))
 
 
-def dtype_name(dtype: np.dtype) -> str:
-    return f"tinynorm.{np.dtype(dtype).name}"
-
-
 def tensor_repr(tensor: Any, prefix: str = "tensor(") -> str:
     """``repr(tensor)``: its values and PyTorch's suffixes (device, dtype, size, grad_fn/requires_grad)."""
     values = tensor.numpy()
@@ -172,17 +167,17 @@ def tensor_repr(tensor: Any, prefix: str = "tensor(") -> str:
     suffixes = []
     if tensor.device.type != "cpu":
         suffixes.append(f"device='{tensor.device}'")
-    dtype = values.dtype
+    dtype = tensor.dtype
     if values.size == 0:
         if values.ndim != 1:
             suffixes.append(f"size={tuple(values.shape)}")
         if dtype != dtypes.get_default_dtype():
-            suffixes.append(f"dtype={dtype_name(dtype)}")
+            suffixes.append(f"dtype={dtype}")
     else:
         if not OPTIONS.edgeitems:
             suffixes.append(f"size={tuple(values.shape)}")
         if dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
-            suffixes.append(f"dtype={dtype_name(dtype)}")
+            suffixes.append(f"dtype={dtype}")
     if tensor.grad_fn is not None:
         suffixes.append(f"grad_fn=<{tensor.grad_fn.name()}>")
     elif tensor.requires_grad:

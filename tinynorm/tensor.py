@@ -18,6 +18,7 @@ family by family in :mod:`tinynorm.tensor_methods`, which attaches them to the c
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -105,8 +106,9 @@ class Tensor:
         return self.array.ndim
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.array.dtype
+    def dtype(self) -> dtypes.DType:
+        """The type of the elements (``tinynorm.float32``); inside tinynorm, ``t.array.dtype`` is numpy's."""
+        return dtypes.of(self.array.dtype)
 
     @property
     def is_leaf(self) -> bool:
@@ -141,6 +143,28 @@ class Tensor:
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
                                f"tensor.")
         return _ops.transpose(self, -2, -1)
+
+    @property
+    def mH(self) -> "Tensor":  # noqa: N802
+        """The conjugate transpose of each matrix; tinynorm's tensors are real, so this is :attr:`mT`."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                               f"tensor.")
+        return _ops.transpose(self, -2, -1)
+
+    @property
+    def H(self) -> "Tensor":  # noqa: N802
+        """The conjugate transpose of a matrix (2-D only); of a real one, its transpose."""
+        if self.ndim == 0:
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+            return _ops.permute(self, ())
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return _ops.transpose(self, 0, 1)
+
+    def adjoint(self) -> "Tensor":
+        """The conjugate transpose of each matrix (a view): for real tensors, :attr:`mT`."""
+        return self.mH
 
     def size(self, dim: int | None = None) -> Any:
         """The shape, or the size of dim ``dim`` (which may count from the end)."""
@@ -199,23 +223,29 @@ class Tensor:
 
     def item(self) -> Any:
         if self.numel() != 1:
-            raise ValueError(f"item(): only a one-element tensor can be converted, got shape {tuple(self.array.shape)}")
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar (item() needs "
+                               f"one element, got shape {tuple(self.array.shape)})")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self) -> Any:
+        """The one value for ``float(t)``/``int(t)``: ValueError for more, as in PyTorch (``item()`` raises RuntimeError)."""
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars, got shape "
+                             f"{tuple(self.array.shape)}")
+        return self.item()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise ValueError(
-                f"the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()"
-            )
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous; use .any() or .all()")
         return bool(self.item())
 
     def __index__(self) -> int:

@@ -22,7 +22,7 @@ from .rearrange import (
     movedim, repeat_interleave, roll, row_stack, tile, unflatten, vstack,
 )
 from .reductions import (
-    all, amax, amin, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, sum, var,
+    all, amax, amin, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, std_mean, sum, var, var_mean,
 )
 from .scan import cumprod, cumsum
 from .selection import gather, index_select, masked_fill, nonzero, scatter, scatter_add, take_along_dim, where
@@ -50,7 +50,7 @@ __all__ = [
     "addmm", "baddbmm", "bmm", "cdist", "dot", "einsum", "linear", "matmul", "mm", "mv", "norm", "outer",
     "diag", "tril", "triu", "cross_entropy", "mse_loss", "nll_loss",
     "all", "amax", "amin", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum",
-    "var", "cumprod", "cumsum", "logsumexp", "argsort", "bincount", "sort", "topk", "unique",
+    "var", "std_mean", "var_mean", "cumprod", "cumsum", "logsumexp", "argsort", "bincount", "sort", "topk", "unique",
     "gather", "index_select", "masked_fill", "nonzero", "scatter", "scatter_add", "take_along_dim",
     "atleast_1d", "atleast_2d", "broadcast_to", "concat", "concatenate", "flip", "fliplr", "flipud", "hstack",
     "meshgrid", "moveaxis", "movedim", "repeat_interleave", "roll", "row_stack", "tile", "unflatten", "vstack",

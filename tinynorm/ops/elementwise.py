@@ -284,4 +284,7 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     device = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)), "cpu")
     if device != "cpu" and not isinstance(condition, Tensor):
         condition = tensor(condition, device=device)
-    return Where.apply(condition, *promote(a, b))
+    a, b = promote(a, b)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two numbers: PyTorch's dtype, not numpy's
+        a = tensor(a, dtype=dtypes.result_type(a, b), device=device)
+    return Where.apply(condition, a, b)

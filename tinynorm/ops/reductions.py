@@ -1,4 +1,4 @@
-"""Reductions over dimensions: sum, mean, var, std, prod, amax/amin, max/min, argmax/argmin, any/all,
+"""Reductions over dimensions: sum, mean, var, std, var_mean, std_mean, prod, amax/amin, max/min, argmax/argmin, any/all,
 count_nonzero.
 
 Arguments follow PyTorch (``dim``, ``keepdim``); numpy's names ``axis`` and ``keepdims`` are accepted
@@ -16,6 +16,7 @@ from .. import return_types
 from ..tensor import Tensor
 from .dims import normalize_dim, normalize_dims
 from .scan import as_accumulated, exclusive_products
+from .shape import cast
 
 Dims = tuple[int, ...] | None
 
@@ -188,17 +189,27 @@ class Amin(Amax):
     largest = False
 
 
-def sum(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A001
-    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "sum")
-    return (SumAll if dims is None else Sum).apply(x, dims, keepdim)
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A001, A002
+        **numpy_names: Any) -> Tensor:
+    """The sum over ``dim`` (all dims by default), in ``dtype`` if given; bools and integers sum in int64."""
+    dims, keepdim = _resolve(input, dim, keepdim, numpy_names, "sum")
+    if dtype is not None or input.array.dtype.kind in "biu":
+        input = as_accumulated(input, dtype)
+    result = (SumAll if dims is None else Sum).apply(input, dims, keepdim)
+    # numpy sums small integers in int64; an explicit dtype=int32 keeps int32 (wrapping as PyTorch's does).
+    return result if result.array.dtype == input.array.dtype else cast(result, input.dtype)
 
 
-def mean(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
-    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "mean")
-    if not x.dtype.kind == "f":
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A002
+         **numpy_names: Any) -> Tensor:
+    """The mean over ``dim`` (all dims by default), computed in ``dtype`` if given; floating only, as in PyTorch."""
+    dims, keepdim = _resolve(input, dim, keepdim, numpy_names, "mean")
+    if dtype is not None:
+        input = as_accumulated(input, dtype)
+    if input.array.dtype.kind != "f":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {dtypes.type_name(x.dtype)}; convert with .float()")
-    return (MeanAll if dims is None else Mean).apply(x, dims, keepdim)
+                           f"or complex dtype. Got: {dtypes.type_name(input.dtype)}; convert with .float()")
+    return (MeanAll if dims is None else Mean).apply(input, dims, keepdim)
 
 
 def _correction(dim: Any, unbiased: Any, correction: Any, op: str) -> tuple[Any, float]:
@@ -235,6 +246,20 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
         correction: float | None = None, **numpy_names: Any) -> Tensor:
     """The standard deviation, ``sqrt(var(...))`` with the same arguments."""
     return _spread(Std, input, dim, unbiased, keepdim, correction, numpy_names, "std")
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+             correction: float | None = None, **numpy_names: Any) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` over the same dims, with :func:`var`'s arguments (``torch.var_mean``)."""
+    spread = var(input, dim, unbiased, keepdim, correction=correction, **numpy_names)
+    return spread, mean(input, _correction(dim, unbiased, correction, "var_mean")[0], keepdim, **numpy_names)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,  # noqa: A002
+             correction: float | None = None, **numpy_names: Any) -> tuple[Tensor, Tensor]:
+    """``(std, mean)`` over the same dims, with :func:`std`'s arguments (``torch.std_mean``)."""
+    spread = std(input, dim, unbiased, keepdim, correction=correction, **numpy_names)
+    return spread, mean(input, _correction(dim, unbiased, correction, "std_mean")[0], keepdim, **numpy_names)
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A002
@@ -279,8 +304,10 @@ class MinDim(Amin):
 
 def _extreme(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, largest: bool) -> Any:
     """``max``/``min``: of all elements, ``(values, indices)`` along ``dim``, or elementwise against a
-    tensor given as ``dim`` (``torch.max(a, b)``)."""
+    tensor given as ``dim`` or ``other`` (``torch.max(a, b)``)."""
     op = "max" if largest else "min"
+    if "other" in numpy_names and dim is None:
+        dim = numpy_names.pop("other")
     dim, keepdim = numpy_aliases(dim, keepdim, numpy_names, op)
     if isinstance(dim, Tensor):
         from .elementwise import maximum, minimum
@@ -297,8 +324,8 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, largest: boo
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Any:  # noqa: A001, A002
-    """The largest value; along ``dim``, the pair ``(values, indices)``; with a tensor ``other`` in
-    place of ``dim``, the elementwise maximum (``torch.max(a, b)``)."""
+    """The largest value; along ``dim``, the pair ``(values, indices)``; with a tensor ``other`` (in
+    place of ``dim``, or by name), the elementwise maximum (``torch.max(a, b)``)."""
     return _extreme(input, dim, keepdim, numpy_names, True)
 
 

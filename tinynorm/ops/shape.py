@@ -11,6 +11,7 @@ import math
 import operator
 from typing import Any, Sequence
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..backends import get_backend, is_basic_index
 from ..tensor import Tensor, on_device, tensor
@@ -442,10 +443,24 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """``tensors`` joined along ``dim``, in their promoted dtype (``cat([float32, int64])`` is float32).
+    As in PyTorch, 1-D empty tensors are skipped, so ``out = cat([out, batch])`` may start from ``tensor([])``."""
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
-    return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
+        raise ValueError("cat(): expected a non-empty list of Tensors")
+    for position, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat(): expected Tensor as element {position}, but got {type(t).__name__}")
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {position}) cannot be concatenated")
+    kept = [t for t in tensors if t.array.shape != (0,)] or tensors[:1]
+    if any(t.array.dtype != tensors[0].array.dtype for t in tensors):
+        common = dtypes.result_type(*tensors)
+        kept = [t if t.array.dtype == common else cast(t, common) for t in kept]
+    if any(t.ndim != kept[0].ndim for t in kept):
+        raise RuntimeError(f"Tensors must have same number of dimensions: got {kept[0].ndim} and "
+                           f"{next(t.ndim for t in kept if t.ndim != kept[0].ndim)}")
+    return Cat.apply(*kept, dim=normalize_dim(dim, kept[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

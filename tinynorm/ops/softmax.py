@@ -11,11 +11,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .dims import normalize_dim, normalize_dims
 from .elementwise import _floating
 from .reductions import numpy_aliases
+from .shape import cast
 
 
 def _along(xp: Any, kernel: Callable[..., Any], dim: int, *arrays: Any) -> Any:
@@ -63,14 +65,32 @@ class LogSoftmax(Function):
         return _along(ctx.xp, ctx.xp.log_softmax_backward, ctx.dim, grad, out)
 
 
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    d = normalize_dim(dim, x.ndim, "softmax")
-    return Softmax.apply(x, d)
+def _in_dtype(input: Tensor, dtype: Any, op: str) -> Tensor:  # noqa: A002
+    """``input`` cast to ``dtype`` when given; integer input needs one (NotImplementedError, as in PyTorch)."""
+    if dtype is not None:
+        return cast(input, dtypes.as_dtype(dtype))
+    if input.array.dtype.kind != "f":
+        raise NotImplementedError(f"{op}(): not implemented for dtype {dtypes.type_name(input.dtype)}; pass "
+                                  f"dtype= or convert with .float()")
+    return input
 
 
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    d = normalize_dim(dim, x.ndim, "log_softmax")
-    return LogSoftmax.apply(x, d)
+def _in_float32_for_half(op: type[Function], x: Tensor, dim: int, name: str) -> Tensor:
+    """``op`` along ``dim``; float16 in float32 (the kernels' dtypes) and back, as PyTorch accumulates it."""
+    d = normalize_dim(dim, x.ndim, name)
+    if x.array.dtype != dtypes.float16:
+        return op.apply(x, d)
+    return cast(op.apply(cast(x, dtypes.float32), d), dtypes.float16)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002  (PyTorch's argument name)
+    """``exp(input) / sum(exp(input))`` along ``dim``, computed in ``dtype`` when given (``torch.softmax``)."""
+    return _in_float32_for_half(Softmax, _in_dtype(input, dtype, "softmax"), dim, "softmax")
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002
+    """``log(softmax(input, dim))``, computed stably, in ``dtype`` when given."""
+    return _in_float32_for_half(LogSoftmax, _in_dtype(input, dtype, "log_softmax"), dim, "log_softmax")
 
 
 class Logsumexp(Function):
