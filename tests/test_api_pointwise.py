@@ -234,6 +234,29 @@ def test_bitwise_operators(device):
     check(lambda lib, make: lib.bitwise_not(make([True, False])), device)
 
 
+def test_operators_refuse_what_is_not_a_tensor_number_or_array(device):
+    for bad in (lambda lib, make: make(X) + None, lambda lib, make: make(X) * "a", lambda lib, make: make(X) - [1, 2],
+                lambda lib, make: make(INTS) & None, lambda lib, make: make(X) < None, lambda lib, make: make(X) @ None,
+                lambda lib, make: make(X) @ [1.0, 2.0, 3.0], lambda lib, make: lib.matmul(make(X), np.ones(3)),
+                lambda lib, make: lib.mm(make(X), [[1.0]]), lambda lib, make: lib.dot(make([1.0]), None)):
+        check(bad, device)
+    check(lambda lib, make: (make(X) + np.float32(2), make(INTS) * np.int64(3), make(X) == None, make(X) != "a",
+                             make(INTS) == [3, -7, 0]), device)
+
+
+def test_clamp_promotes_and_differentiates_tensor_bounds(device):
+    low, high = [0.5, 2.0, 0.0], [[1.0], [0.25]]
+    check(lambda lib, make: (make(INTS).clamp(0.5), make(INTS).clamp(max=2.5), make(INTS).clamp(-1, 2),
+                             make([True, False]).clamp(0), make(INTS).clamp(make([1.5, 0.0, 2.0]))), device)
+    check(lambda lib, make: make(X, requires_grad=True).clamp(min=make(low, requires_grad=True)), device)
+    check(lambda lib, make: lib.clamp(make(X, requires_grad=True), make(low, requires_grad=True),
+                                      make(high, requires_grad=True)), device)
+    check(lambda lib, make: make(X, requires_grad=True).clamp(max=make(1.0, requires_grad=True)), device)
+    check(lambda lib, make: make(X).clamp(make(X, dtype="float64")), device)
+    check(lambda lib, make: lib.clamp(make(X), -1.0, make([1.0, 1.0, -3.0])), device)
+    check(lambda lib, make: make(X).clamp(), device)
+
+
 def test_bitwise_in_place(device):
     def case(lib, make):
         a, b = make(BOOLS_A), make([12, -7, 5])

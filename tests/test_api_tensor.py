@@ -77,6 +77,14 @@ def test_tolist_and_item(device):
         check(bad, device)
 
 
+def test_membership_and_iteration(device):
+    check(lambda lib, make: (2.0 in make(X), 7 in make([1, 2]), make(0.5) in make(X), [r for r in make(X)],
+                             list(reversed(make([1, 2, 3]))), [r for r in make([])]), device)
+    for bad in (lambda lib, make: [1, 2] in make([1, 2]), lambda lib, make: None in make(X),
+                lambda lib, make: list(make(1.0))):
+        check(bad, device)
+
+
 def test_format(device):
     check(lambda lib, make: (f"{make(3.14159):.3f}", f"{make(2):d}", f"{make(2.5)}", f"{make(1e-8):e}",
                              f"{make(0.5, requires_grad=True) * 3:.2%}", f"{make(X):}" == str(make(X)),

@@ -129,7 +129,9 @@ def _scalar_dtype(value: Any) -> DType:
         return bool_
     if isinstance(value, (builtins.int, np.integer)):
         return int64
-    return get_default_dtype()
+    if isinstance(value, (builtins.float, np.floating)):
+        return get_default_dtype()
+    raise TypeError(f"unsupported operand of type {type(value).__name__}: expected a tensor, a number or a numpy array")
 
 
 def result_type(*operands: Any) -> DType:

@@ -655,12 +655,32 @@ class Tensor:
         return _ops.ge(self, other)
 
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented  # ``t == None`` is False, as in PyTorch
         return _ops.eq(self, other)
 
     def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
         return _ops.ne(self, other)
 
+    def __contains__(self, element: Any) -> bool:
+        """``value in t``: whether any element equals ``value`` (a number or a tensor), as in PyTorch."""
+        if not isinstance(element, _COMPARABLE):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool(_ops.eq(self, element).any())
+
+    def __iter__(self) -> Any:
+        """The slices along dim 0 (views), as ``unbind(0)``."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_ops.unbind(self, 0))
+
     __hash__ = object.__hash__
+
+
+_COMPARABLE = (Tensor, int, float, np.ndarray, np.generic)  # what ``==`` compares elementwise (bool is an int)
 
 
 def is_tensor(obj: Any) -> bool:
