@@ -16,7 +16,7 @@ if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)
 from . import autograd, cuda, data, distributed, models, nn, ops, optim
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .creation import (
     arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace, ones, ones_like, rand, rand_like,
     randn, randn_like, zeros, zeros_like,
@@ -41,6 +41,9 @@ from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, rou
     triu, true_divide, trunc, unbind, unflatten, unique, unsqueeze, var, var_mean, vstack, where,
 )
 from .devices import device
+from . import accelerator
+from .threads import get_num_threads, set_num_threads
+from .type_info import finfo, iinfo
 from .printing import get_printoptions, printoptions, set_printoptions
 from .size import Size
 from .tensor import is_floating_point, is_tensor, numel

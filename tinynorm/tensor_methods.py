@@ -18,6 +18,7 @@ from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
     scan, selection, shape, sorting,
 )
+from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
 from .tensor import Tensor
 
@@ -105,6 +106,43 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
                          requires_grad=requires_grad)
 
 
+# -------------------------------------------------------------------------- memory and type
+def stride(self: Tensor, dim: Any = None) -> Any:
+    """The step in elements between neighbours along each dim (a tuple), or along ``dim``."""
+    strides, _ = self._backend.layout(self.array)
+    if dim is None:
+        return strides
+    dim = normalize_dim(dim, self.ndim, "stride")
+    if self.ndim == 0:
+        raise IndexError(f"stride(): Dimension specified as {dim} but tensor has no dimensions")
+    return strides[dim]
+
+
+def storage_offset(self: Tensor) -> int:
+    """Where this tensor's first element lies in the memory it shares with its views, in elements."""
+    return self._backend.layout(self.array)[1]
+
+
+def data_ptr(self: Tensor) -> int:
+    """The address of the first element (the device address for a CUDA tensor)."""
+    return self._backend.data_pointer(self.array)
+
+
+def is_complex(self: Tensor) -> bool:
+    """False: tinynorm has no complex dtypes."""
+    return False
+
+
+def is_signed(self: Tensor) -> bool:
+    """Whether the dtype holds negative numbers (floats and signed integers)."""
+    return self.dtype.is_signed
+
+
+def is_inference(self: Tensor) -> bool:
+    """False: tinynorm has no inference tensors (``inference_mode`` runs as ``no_grad``)."""
+    return False
+
+
 # -------------------------------------------------------------------------------- in place
 def _in_place(op: Callable, name: str) -> Callable:
     """The method ``x.name(*args, **kwargs)``: ``op(x, *args, **kwargs)`` written into ``x``."""
@@ -187,6 +225,15 @@ METHODS: dict[str, Callable] = {
     # new tensors like this one
     "new_tensor": new_tensor, "new_zeros": _new(creation.zeros), "new_ones": _new(creation.ones),
     "new_empty": _new(creation.empty), "new_full": new_full,
+    # memory and type
+    "stride": stride, "storage_offset": storage_offset, "data_ptr": data_ptr, "is_complex": is_complex,
+    "is_signed": is_signed, "is_inference": is_inference,
+}
+
+PROPERTIES: dict[str, property] = {
+    "itemsize": property(lambda self: self.array.dtype.itemsize, doc="The size of one element in bytes."),
+    "nbytes": property(lambda self: self.array.dtype.itemsize * self.array.size,
+                       doc="The size of the elements in bytes (of this view, as PyTorch counts)."),
 }
 
 # In-place variants of the methods above: ``x.sin_()`` writes ``sin(x)`` into ``x``. (add_, mul_, exp_, ...,
@@ -201,9 +248,12 @@ IN_PLACE = [
 
 
 def install(cls: type) -> None:
-    """Attach the methods of :data:`METHODS` and the in-place variants of :data:`IN_PLACE` to ``cls``."""
+    """Attach the methods of :data:`METHODS`, the properties of :data:`PROPERTIES` and the in-place
+    variants of :data:`IN_PLACE` to ``cls``."""
     for name, function in METHODS.items():
         setattr(cls, name, function)
+    for name, attribute in PROPERTIES.items():
+        setattr(cls, name, attribute)
     for name in IN_PLACE:
         setattr(cls, name + "_", _in_place(METHODS[name], name + "_"))
     cls.float_power_ = float_power_

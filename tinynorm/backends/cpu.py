@@ -161,6 +161,19 @@ def is_contiguous(a: np.ndarray) -> bool:
     return a.flags.c_contiguous
 
 
+def layout(a: np.ndarray) -> tuple[tuple[int, ...], int]:
+    """``a``'s strides and its offset in its storage, counted in elements (as PyTorch's ``stride()`` and
+    ``storage_offset()``)."""
+    itemsize = a.dtype.itemsize
+    offset = (a.ctypes.data - storage_of(a).ctypes.data) // itemsize
+    return tuple(stride // itemsize for stride in a.strides), int(offset)
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """The address of ``a``'s first element (0 for an empty array, as PyTorch)."""
+    return int(a.ctypes.data) if a.size else 0
+
+
 def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001
     return np.asarray(np.sum(a, axis=axis, keepdims=keepdims))
 

@@ -1,0 +1,27 @@
+"""``set_num_threads``/``get_num_threads``: how many threads tinynorm's parallel CPU kernels use.
+
+The kernels are Numba ``parallel=True`` loops, so this is Numba's thread count for the calling
+thread. Numba fixes the size of its pool when it starts (``NUMBA_NUM_THREADS``, by default the number
+of cores): a larger request uses the whole pool. numpy's own matrix products run on BLAS threads,
+which ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS`` set before Python starts.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numba
+
+
+def set_num_threads(num: Any) -> None:
+    """Use ``num`` threads (at most Numba's pool size) in the parallel CPU kernels of this thread."""
+    if isinstance(num, bool) or not isinstance(num, int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(num).__name__}")
+    if num <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    numba.set_num_threads(min(operator.index(num), numba.config.NUMBA_NUM_THREADS))
+
+
+def get_num_threads() -> int:
+    """The number of threads the parallel CPU kernels of this thread use."""
+    return numba.get_num_threads()
