@@ -123,5 +123,5 @@ def _check_gradients(our_items, their_items, our_leaves, their_leaves, rtol, ato
             assert mine.grad is None or not mine.grad.numpy().any(), f"leaf {k}: PyTorch has no gradient"
             continue
         assert mine.grad is not None, f"leaf {k}: no gradient, PyTorch has one"
-        np.testing.assert_allclose(mine.grad.numpy(), other.grad.numpy(), rtol=rtol, atol=atol,
+        np.testing.assert_allclose(mine.grad.numpy(), other.grad.numpy(force=True), rtol=rtol, atol=atol,
                                    err_msg=f"gradient of leaf {k}")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import creation, dtypes
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
-    scan, selection, shape, sorting,
+    scan, selection, shape, sorting, trigonometric,
 )
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
@@ -187,7 +187,16 @@ METHODS: dict[str, Callable] = {
     "square": pointwise.square, "lerp": pointwise.lerp, "nan_to_num": pointwise.nan_to_num,
     "isnan": pointwise.isnan, "isinf": pointwise.isinf, "isfinite": pointwise.isfinite,
     "isposinf": pointwise.isposinf, "isneginf": pointwise.isneginf,
-    "softmax": softmax, "log_softmax": log_softmax,
+    "softmax": softmax, "log_softmax": log_softmax, "clamp_min": pointwise.clamp_min, "clamp_max": pointwise.clamp_max,
+    "addcmul": pointwise.addcmul, "addcdiv": pointwise.addcdiv, "logaddexp": pointwise.logaddexp,
+    "xlogy": pointwise.xlogy, "sgn": pointwise.sgn,
+    "asin": trigonometric.asin, "arcsin": trigonometric.asin, "acos": trigonometric.acos,
+    "arccos": trigonometric.acos, "atan": trigonometric.atan, "arctan": trigonometric.atan,
+    "atan2": trigonometric.atan2, "arctan2": trigonometric.atan2, "sinh": trigonometric.sinh,
+    "cosh": trigonometric.cosh, "asinh": trigonometric.asinh, "arcsinh": trigonometric.asinh,
+    "acosh": trigonometric.acosh, "arccosh": trigonometric.acosh, "atanh": trigonometric.atanh,
+    "arctanh": trigonometric.atanh, "hypot": trigonometric.hypot, "deg2rad": trigonometric.deg2rad,
+    "rad2deg": trigonometric.rad2deg,
     # comparison and logic
     "eq": comparison.eq, "ne": comparison.ne, "lt": comparison.lt, "le": comparison.le, "gt": comparison.gt,
     "ge": comparison.ge, "greater": comparison.gt, "greater_equal": comparison.ge, "less": comparison.lt,
@@ -244,6 +253,8 @@ IN_PLACE = [
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor",
     "logical_not", "cumsum", "cumprod", "tril", "triu", "scatter", "scatter_add", "addmm", "baddbmm",
+    "addcmul", "addcdiv", "xlogy", "sgn", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "atan2", "arctan2",
+    "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "hypot", "deg2rad", "rad2deg",
 ]
 
 

@@ -14,8 +14,9 @@ from .linalg import addmm, baddbmm, bmm, cdist, dot, linear, matmul, mm, mv, nor
 from .losses import cross_entropy, mse_loss, nll_loss
 from .matrix import diag, tril, triu
 from .pointwise import (
-    ceil, cos, erf, exp2, expm1, fix, float_power, floor, frac, isfinite, isinf, isnan, isneginf, isposinf, lerp,
-    log1p, log2, nan_to_num, reciprocal, round, sign, sin, square, tan, trunc,
+    addcdiv, addcmul, ceil, clamp_max, clamp_min, cos, erf, exp2, expm1, fix, float_power, floor, frac, isfinite, isinf,
+    isnan, isneginf, isposinf, lerp, log1p, log2, logaddexp, nan_to_num, reciprocal, round, sgn, sign, sin, square, tan,
+    trunc, xlogy,
 )
 from .rearrange import (
     atleast_1d, atleast_2d, broadcast_to, concat, concatenate, flip, fliplr, flipud, hstack, meshgrid, moveaxis,
@@ -32,6 +33,10 @@ from .shape import (
 )
 from .softmax import log_softmax, logsumexp, softmax
 from .sorting import argsort, bincount, sort, topk, unique
+from .trigonometric import (
+    acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atan2, atanh, cosh,
+    deg2rad, hypot, rad2deg, sinh,
+)
 
 # PyTorch's other names for some of these.
 absolute, clip, divide, multiply, negative, subtract, swapaxes = abs, clamp, div, mul, neg, sub, transpose
@@ -46,7 +51,9 @@ __all__ = [
     "abs", "clamp", "exp", "gelu", "log", "maximum", "minimum", "relu", "rsqrt", "sigmoid", "sqrt", "tanh", "where",
     "ceil", "cos", "erf", "exp2", "expm1", "fix", "float_power", "floor", "frac", "isfinite", "isinf", "isnan",
     "isneginf", "isposinf", "lerp", "log1p", "log2", "nan_to_num", "reciprocal", "round", "sign", "sin", "square",
-    "tan", "trunc",
+    "tan", "trunc", "addcdiv", "addcmul", "clamp_max", "clamp_min", "logaddexp", "sgn", "xlogy",
+    "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan",
+    "atan2", "atanh", "cosh", "deg2rad", "hypot", "rad2deg", "sinh",
     "addmm", "baddbmm", "bmm", "cdist", "dot", "einsum", "linear", "matmul", "mm", "mv", "norm", "outer",
     "diag", "tril", "triu", "cross_entropy", "mse_loss", "nll_loss",
     "all", "amax", "amin", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum",

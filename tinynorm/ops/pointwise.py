@@ -1,5 +1,6 @@
 """More elementwise math: sin, cos, tan, log1p, expm1, log2, exp2, erf, the rounding functions (floor, ceil,
-round, trunc, frac, sign), reciprocal, square, lerp, float_power, nan_to_num, and the NaN/inf tests.
+round, trunc, frac, sign), reciprocal, square, lerp, float_power, nan_to_num, the NaN/inf tests,
+clamp_min/clamp_max, addcmul/addcdiv, logaddexp and xlogy.
 
 A new primitive is a :class:`Pointwise` op: ``compute`` gives f(x) and ``derivative`` f'(x) from the
 saved input, and backward multiplies the upstream gradient by it. The rounding functions are
@@ -12,10 +13,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.function import Context, Function
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from . import arithmetic, elementwise
+from .promotion import promote
 from .shape import cast
 
 _floating = elementwise._floating  # integers to the default float dtype, as PyTorch's float functions
@@ -284,3 +288,102 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,  # 
     for where, value in replacements:
         result = elementwise.where(where, input.dtype.type(value), result)
     return result
+
+
+sgn = sign  # the sign of a real number (PyTorch's sgn differs from sign only for complex tensors)
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """``clamp(input, min=min)``."""
+    return elementwise.clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """``clamp(input, max=max)``."""
+    return elementwise.clamp(input, max=max)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast (for integer tensors ``value`` is truncated to an
+    integer, as PyTorch does)."""
+    if dtypes.result_type(input, tensor1, tensor2).kind != "f":
+        value = int(value)
+    return arithmetic.add(input, arithmetic.mul(arithmetic.mul(tensor1, tensor2), value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast; integer ``tensor1`` and ``tensor2`` are refused,
+    as in PyTorch."""
+    if tensor1.dtype.kind != "f" and tensor2.dtype.kind != "f":
+        raise RuntimeError("Integer division with addcdiv is no longer supported; compute "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs")
+    return arithmetic.add(input, arithmetic.mul(arithmetic.div(tensor1, tensor2), value))
+
+
+class Logaddexp(Function):
+    """``log(exp(a) + exp(b))`` without overflow: ``max(a, b) + log1p(exp(-|a - b|))``; equal arguments
+    (infinities too) give ``a + log(2)``. Each gradient is a logistic weight: ``1 / (1 + exp(b - a))``."""
+
+    backward_name = "LogaddexpBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> Any:
+        xp = ctx.xp
+        ctx.save_for_backward(a, b)
+        with np.errstate(invalid="ignore"):  # inf - inf is NaN here, replaced at once
+            gap = xp.where(a == b, 0, -xp.abs(a - b))
+        return xp.maximum(a, b) + xp.log1p(xp.exp(gap))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        a, b = ctx.saved_tensors
+        xp = ctx.xp
+        return grad / (1 + xp.exp(b - a)), grad / (1 + xp.exp(a - b))
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """``log(exp(input) + exp(other))``, elementwise and broadcast, for float tensors."""
+    for position, (name, value) in enumerate((("input", input), ("other", other)), start=1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"logaddexp(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+    input, other = promote(input, other)
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{dtypes.type_name(input.dtype)}\'')
+    return Logaddexp.apply(input, other)
+
+
+class Xlogy(Function):
+    """``x * log(y)``, 0 where ``x == 0`` unless ``y`` is NaN (as PyTorch and scipy)."""
+
+    backward_name = "XlogyBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, y: Any) -> Any:
+        xp = ctx.xp
+        zero = xp.logical_and(x == 0, xp.logical_not(xp.isnan(y)))
+        ctx.save_for_backward(x, y)
+        return xp.where(zero, 0, x * xp.log(xp.where(zero, 1, y)))  # no log(0) where the result is 0
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        """d/dx = log(y) (0 where x == 0 and y <= 0, and where the upstream gradient is 0: PyTorch's
+        ``xlogy(grad, y)``); d/dy = x / y."""
+        x, y = ctx.saved_tensors
+        xp = ctx.xp
+        no_gradient = xp.logical_or(xp.logical_and(x == 0, y <= 0),
+                                    xp.logical_and(grad == 0, xp.logical_not(xp.isnan(y))))
+        return xp.where(no_gradient, 0, grad * xp.log(xp.where(no_gradient, 1, y))), grad * x / y
+
+
+def xlogy(input: Any, other: Any) -> Tensor:  # noqa: A002
+    """``input * log(other)`` with ``0 * log(0) = 0``, broadcast; one side may be a number (integers give
+    the default float dtype)."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"xlogy(): expected a tensor, got {type(input).__name__} and {type(other).__name__}")
+    like = input if isinstance(input, Tensor) else other
+    dtype = dtypes.result_type(input, other)
+    dtype = dtype if dtype.kind == "f" else dtypes.get_default_dtype()
+    input, other = (value if isinstance(value, Tensor) else tensor(value, dtype=dtype, device=like.device)
+                    for value in (input, other))
+    return Xlogy.apply(*promote(input, other, floating=True))

@@ -1,5 +1,6 @@
-"""More elementwise functions of the CUDA backend, with numpy's names and dtype rules: sin, tan, log1p,
-expm1, log2, exp2, floor, ceil, trunc, rint, isnan, isinf, isfinite, fmod, remainder, floor_divide,
+"""More elementwise functions of the CUDA backend, with numpy's names and dtype rules: sin, tan, the
+inverse trigonometric and the hyperbolic functions, arctan2, hypot, log1p, expm1, log2, exp2, floor, ceil,
+trunc, rint, isnan, isinf, isfinite, fmod, remainder, floor_divide,
 bitwise_and/or/xor, invert, logical_xor.
 
 Each runs one map kernel of :mod:`.elementwise` (its :func:`~.elementwise.apply`) on the operations of
@@ -20,8 +21,9 @@ from . import creation
 from .array import CudaArray
 from .elementwise import apply, compute_dtype, logical_not, operand, result_type
 
-__all__ = ["bitwise_and", "bitwise_or", "bitwise_xor", "ceil", "exp2", "expm1", "floor", "floor_divide", "fmod",
-           "invert", "isfinite", "isinf", "isnan", "log1p", "log2", "logical_xor", "remainder", "rint", "sin", "tan",
+__all__ = ["arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "ceil", "cosh", "exp2", "expm1", "floor", "floor_divide", "fmod", "hypot", "invert",
+           "isfinite", "isinf", "isnan", "log1p", "log2", "logical_xor", "remainder", "rint", "sin", "sinh", "tan",
            "trunc"]
 
 
@@ -82,6 +84,19 @@ def _test(name: str, integer_answer: bool, op: Callable | None = None) -> Callab
     return function
 
 
+def _floating_binary(name: str, op: Callable) -> Callable:
+    """``name(a, b)``: a float function of two operands, broadcast (integers computed as floats, as numpy)."""
+    def function(a: Any, b: Any) -> CudaArray:
+        values = _values(name, (a, b))
+        result = np.result_type(result_type(*values), np.float16)
+        compute = compute_dtype(result)
+        return apply(op, values, result, [compute, compute], None, name)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"numpy's ``{name}`` of CUDA arrays and scalars, broadcast."
+    return function
+
+
 def _division(name: str, integer_op: Callable) -> Callable:
     """``name(a, b)``: fmod, remainder or floor_divide, in the operands' result dtype."""
     def function(a: Any, b: Any) -> CudaArray:
@@ -118,6 +133,16 @@ log1p = _floating_unary("log1p", kernels.log1p)
 expm1 = _floating_unary("expm1", kernels.expm1)
 log2 = _floating_unary("log2", kernels.log2)
 exp2 = _floating_unary("exp2")
+arcsin = _floating_unary("arcsin")
+arccos = _floating_unary("arccos")
+arctan = _floating_unary("arctan", kernels.arctan)
+sinh = _floating_unary("sinh", kernels.sinh)
+cosh = _floating_unary("cosh", kernels.cosh)
+arcsinh = _floating_unary("arcsinh", kernels.arcsinh)
+arccosh = _floating_unary("arccosh")
+arctanh = _floating_unary("arctanh")
+arctan2 = _floating_binary("arctan2", kernels.arctan2)
+hypot = _floating_binary("hypot", kernels.hypot)
 floor = _rounding("floor")
 ceil = _rounding("ceil")
 trunc = _rounding("trunc")

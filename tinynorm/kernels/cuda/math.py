@@ -1,4 +1,5 @@
-"""More elementwise operations for the map kernels of :mod:`.elementwise`: trigonometry, exp/log variants,
+"""More elementwise operations for the map kernels of :mod:`.elementwise`: trigonometric and hyperbolic
+functions and their inverses, exp/log variants,
 rounding, NaN/inf tests, remainders, floor division and bitwise logic.
 
 They are device functions of one or two values, run by the same strided map kernels. Rounding is
@@ -40,6 +41,36 @@ def expm1(a):
 @cuda.jit(device=True)
 def log2(a):
     return math.log2(a)
+
+
+@cuda.jit(device=True)
+def arctan(a):
+    return math.atan(a)
+
+
+@cuda.jit(device=True)
+def sinh(a):
+    return math.sinh(a)
+
+
+@cuda.jit(device=True)
+def cosh(a):
+    return math.cosh(a)
+
+
+@cuda.jit(device=True)
+def arcsinh(a):
+    return math.asinh(a)
+
+
+@cuda.jit(device=True)
+def arctan2(a, b):
+    return math.atan2(a, b)
+
+
+@cuda.jit(device=True)
+def hypot(a, b):
+    return math.hypot(a, b)
 
 
 @cuda.jit(device=True)
@@ -94,7 +125,8 @@ def integer_fmod(a, b):
 @functools.cache
 def float_functions(compute: types.Type) -> dict[str, Callable]:
     """The operations whose constants are of the Numba float type ``compute`` (float32 or float64):
-    exp2, isinf, isfinite, trunc, floor, ceil, rint (half to even), fmod, remainder, floor_divide."""
+    exp2, isinf, isfinite, trunc, floor, ceil, rint (half to even), arcsin, arccos, arccosh, arctanh, fmod,
+    remainder, floor_divide."""
     exact = compute(2.0**23 if compute == types.float32 else 2.0**52)  # from here on every float is an integer
     zero, one, half, two, infinity = compute(0), compute(1), compute(0.5), compute(2), compute(math.inf)
 
@@ -137,6 +169,28 @@ def float_functions(compute: types.Type) -> dict[str, Callable]:
             r += one
         return a * zero if r == zero else r
 
+    # The inverse functions outside their domain are NaN (and atanh(+-1) is +-inf), written out: on the
+    # GPU math.asin and the others return these already, the simulator's Python math raises instead.
+    nan = compute(math.nan)
+
+    @cuda.jit(device=True)
+    def arcsin(a):
+        return math.asin(a) if abs(a) <= one else nan
+
+    @cuda.jit(device=True)
+    def arccos(a):
+        return math.acos(a) if abs(a) <= one else nan
+
+    @cuda.jit(device=True)
+    def arccosh(a):
+        return math.acosh(a) if a >= one else nan
+
+    @cuda.jit(device=True)
+    def arctanh(a):
+        if abs(a) < one:
+            return math.atanh(a)
+        return a * infinity if abs(a) == one else nan
+
     @cuda.jit(device=True)
     def fmod(a, b):
         return math.fmod(a, b)
@@ -163,4 +217,5 @@ def float_functions(compute: types.Type) -> dict[str, Callable]:
         return result + one if quotient - result > half else result
 
     return {"exp2": exp2, "isinf": isinf, "isfinite": isfinite, "trunc": trunc, "floor": floor, "ceil": ceil,
-            "rint": rint, "fmod": fmod, "remainder": remainder, "floor_divide": floor_divide}
+            "rint": rint, "arcsin": arcsin, "arccos": arccos, "arccosh": arccosh, "arctanh": arctanh, "fmod": fmod,
+            "remainder": remainder, "floor_divide": floor_divide}
