@@ -28,20 +28,22 @@ from .dtypes import (  # noqa: A004  (int, float and bool are dtypes here, as in
     int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
 from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, round, sum)
-    abs, absolute, acos, acosh, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, any, arccos, arccosh,
-    arcsin, arcsinh, arctan, arctan2, arctanh, argmax, argmin, argsort, asin, asinh, atan, atan2, atanh, atleast_1d,
-    atleast_2d, baddbmm, bincount, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, broadcast_to, cat, cdist,
-    ceil, chunk, clamp, clamp_max, clamp_min, clip, concat, concatenate, cos, cosh, count_nonzero, cumprod, cumsum,
-    deg2rad, diag, div, divide, dot, einsum, eq, equal, erf, exp, exp2, expm1, fix, flatten, flip, fliplr, flipud,
-    float_power, floor, floor_divide, fmod, frac, gather, ge, greater, greater_equal, gt, hstack, hypot,
-    index_select, isclose, isfinite, isinf, isnan, isneginf, isposinf, le, lerp, less, less_equal, log, log1p, log2,
-    log_softmax, logaddexp, logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, matmul,
-    max, maximum, mean, meshgrid, min, minimum, mm, moveaxis, movedim, mul, multiply, mv, nan_to_num, narrow, ne,
-    neg, negative, nonzero, norm, not_equal, outer, permute, pow, prod, rad2deg, reciprocal, relu, remainder,
-    repeat_interleave, reshape, roll, round, row_stack, rsqrt, scatter, scatter_add, sgn, sigmoid, sign, sin, sinh,
-    softmax, sort, split, sqrt, square, squeeze, stack, std, std_mean, sub, subtract, sum, swapaxes, t,
-    take_along_dim, tan, tanh, tile, topk, transpose, tril, triu, true_divide, trunc, unbind, unflatten, unique,
-    unsqueeze, var, var_mean, vstack, where, xlogy,
+    abs, absolute, acos, acosh, add, addcdiv, addcmul, addmm, all, allclose, amax, amin, aminmax, any, arccos,
+    arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, argmax, argmin, argsort, argwhere, asin, asinh, atan, atan2,
+    atanh, atleast_1d, atleast_2d, baddbmm, bincount, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm,
+    broadcast_to, bucketize, cat, cdist, ceil, chunk, clamp, clamp_max, clamp_min, clip, concat, concatenate, cos,
+    cosh, count_nonzero, cumprod, cumsum, deg2rad, diag, diagonal, diff, div, divide, dot, einsum, eq, equal, erf,
+    exp, exp2, expm1, fix, flatten, flip, fliplr, flipud, float_power, floor, floor_divide, fmod, frac, gather, ge,
+    greater, greater_equal, gt, hstack, hypot, index_add, index_copy, index_fill, index_select, isclose, isfinite,
+    isinf, isnan, isneginf, isposinf, le, lerp, less, less_equal, log, log1p, log2, log_softmax, logaddexp,
+    logical_and, logical_not, logical_or, logical_xor, logsumexp, lt, masked_fill, masked_select, matmul, max,
+    maximum, mean, median, meshgrid, min, minimum, mm, moveaxis, movedim, mul, multiply, mv, nan_to_num, nanmean,
+    nansum, narrow, ne, neg, negative, nonzero, norm, not_equal, outer, permute, pow, prod, quantile, rad2deg,
+    reciprocal, relu, remainder, repeat_interleave, reshape, roll, round, row_stack, rsqrt, scatter, scatter_add,
+    searchsorted, sgn, sigmoid, sign, sin, sinh, softmax, sort, split, sqrt, square, squeeze, stack, std, std_mean,
+    sub, subtract, sum, swapaxes, t, take_along_dim, tan, tanh, tile, topk, trace, transpose, tril, tril_indices,
+    triu, triu_indices, true_divide, trunc, unbind, unflatten, unique, unsqueeze, var, var_mean, vstack, where,
+    xlogy,
 )
 from .devices import device
 from . import accelerator
@@ -50,6 +52,7 @@ from .type_info import finfo, iinfo
 from .printing import get_printoptions, printoptions, set_printoptions
 from .size import Size
 from .tensor import is_floating_point, is_tensor, numel
+clone, detach = Tensor.clone, Tensor.detach  # torch.clone(x), torch.detach(x): the methods as functions
 from .io import load, save
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .sampling import bernoulli, multinomial, normal, randint, randint_like, randperm

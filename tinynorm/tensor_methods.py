@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import creation, dtypes
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
-    scan, selection, shape, sorting, trigonometric,
+    scan, selection, shape, sorting, statistics, trigonometric,
 )
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
@@ -210,18 +210,22 @@ METHODS: dict[str, Callable] = {
     "prod": reductions.prod, "amax": reductions.amax, "amin": reductions.amin, "max": reductions.max,
     "min": reductions.min, "argmax": reductions.argmax, "argmin": reductions.argmin, "any": reductions.any,
     "all": reductions.all, "count_nonzero": reductions.count_nonzero, "logsumexp": logsumexp,
-    "norm": linalg.norm, "cumsum": scan.cumsum, "cumprod": scan.cumprod,
+    "norm": linalg.norm, "cumsum": scan.cumsum, "cumprod": scan.cumprod, "median": statistics.median,
+    "quantile": statistics.quantile, "nansum": statistics.nansum, "nanmean": statistics.nanmean,
+    "aminmax": statistics.aminmax, "diff": statistics.diff,
     # sorting and counting
     "sort": sorting.sort, "argsort": sorting.argsort, "topk": sorting.topk, "unique": sorting.unique,
     "bincount": sorting.bincount,
     # matrices
     "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "mv": linalg.mv, "dot": linalg.dot,
     "outer": linalg.outer, "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "tril": matrix.tril,
-    "triu": matrix.triu, "diag": matrix.diag, "t": shape.t,
+    "triu": matrix.triu, "diag": matrix.diag, "t": shape.t, "diagonal": matrix.diagonal, "trace": matrix.trace,
     # selection
     "gather": selection.gather, "scatter": selection.scatter, "scatter_add": selection.scatter_add,
     "index_select": selection.index_select, "take_along_dim": selection.take_along_dim,
     "masked_fill": selection.masked_fill, "nonzero": selection.nonzero, "where": where,
+    "masked_select": selection.masked_select, "argwhere": selection.argwhere, "index_add": selection.index_add,
+    "index_copy": selection.index_copy, "index_fill": selection.index_fill,
     # shape
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as, "permute": permute,
     "expand": expand, "expand_as": expand_as, "broadcast_to": rearrange.broadcast_to, "flatten": shape.flatten,
@@ -255,6 +259,7 @@ IN_PLACE = [
     "logical_not", "cumsum", "cumprod", "tril", "triu", "scatter", "scatter_add", "addmm", "baddbmm",
     "addcmul", "addcdiv", "xlogy", "sgn", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "atan2", "arctan2",
     "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "hypot", "deg2rad", "rad2deg",
+    "index_add", "index_copy", "index_fill",
 ]
 
 

@@ -12,7 +12,7 @@ from .einsum import einsum
 from .elementwise import abs, clamp, exp, gelu, log, maximum, minimum, relu, rsqrt, sigmoid, sqrt, tanh
 from .linalg import addmm, baddbmm, bmm, cdist, dot, linear, matmul, mm, mv, norm, outer
 from .losses import cross_entropy, mse_loss, nll_loss
-from .matrix import diag, tril, triu
+from .matrix import diag, diagonal, trace, tril, tril_indices, triu, triu_indices
 from .pointwise import (
     addcdiv, addcmul, ceil, clamp_max, clamp_min, cos, erf, exp2, expm1, fix, float_power, floor, frac, isfinite, isinf,
     isnan, isneginf, isposinf, lerp, log1p, log2, logaddexp, nan_to_num, reciprocal, round, sgn, sign, sin, square, tan,
@@ -26,13 +26,17 @@ from .reductions import (
     all, amax, amin, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, std_mean, sum, var, var_mean,
 )
 from .scan import cumprod, cumsum
-from .selection import gather, index_select, masked_fill, nonzero, scatter, scatter_add, take_along_dim, where
+from .selection import (
+    argwhere, gather, index_add, index_copy, index_fill, index_select, masked_fill, masked_select, nonzero, scatter,
+    scatter_add, take_along_dim, where,
+)
 from .shape import (
     cast, cat, chunk, clone, expand, flatten, getitem, narrow, permute, reshape, split, squeeze, stack, t, to_device,
     transpose, unbind, unsqueeze, view,
 )
 from .softmax import log_softmax, logsumexp, softmax
-from .sorting import argsort, bincount, sort, topk, unique
+from .sorting import argsort, bincount, bucketize, searchsorted, sort, topk, unique
+from .statistics import aminmax, diff, median, nanmean, nansum, quantile
 from .trigonometric import (
     acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan, atan2, atanh, cosh,
     deg2rad, hypot, rad2deg, sinh,
@@ -59,6 +63,9 @@ __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "count_nonzero", "max", "mean", "min", "prod", "std", "sum",
     "var", "std_mean", "var_mean", "cumprod", "cumsum", "logsumexp", "argsort", "bincount", "sort", "topk", "unique",
     "gather", "index_select", "masked_fill", "nonzero", "scatter", "scatter_add", "take_along_dim",
+    "argwhere", "index_add", "index_copy", "index_fill", "masked_select",
+    "aminmax", "diff", "median", "nanmean", "nansum", "quantile", "diagonal", "trace", "tril_indices", "triu_indices",
+    "bucketize", "searchsorted",
     "atleast_1d", "atleast_2d", "broadcast_to", "concat", "concatenate", "flip", "fliplr", "flipud", "hstack",
     "meshgrid", "moveaxis", "movedim", "repeat_interleave", "roll", "row_stack", "tile", "unflatten", "vstack",
     "cast", "cat", "chunk", "clone", "expand", "flatten", "getitem", "narrow", "permute", "reshape", "split", "squeeze",

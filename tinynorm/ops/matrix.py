@@ -1,5 +1,6 @@
-"""Parts of matrices: ``tril`` and ``triu`` (the lower and upper triangles, over the last two dims) and
-``diag`` (a vector's diagonal matrix, or a matrix's diagonal).
+"""Parts of matrices: ``tril`` and ``triu`` (the lower and upper triangles, over the last two dims),
+``diag`` (a vector's diagonal matrix, or a matrix's diagonal), ``diagonal`` and ``trace``, and the
+positions of a triangle, ``tril_indices``/``triu_indices``.
 
 A triangle keeps the elements on one side of a diagonal and zeroes the rest; its gradient is the
 gradient masked the same way. ``diag`` is indexing: a matrix's diagonal is read with index arrays
@@ -11,9 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor, tensor
+from . import reductions
+from .dims import normalize_dim
 from .inplace import IndexPut
+from .rearrange import movedim
 from .shape import getitem
 
 
@@ -80,3 +85,41 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     zeros = Tensor._from_array(input._backend.zeros((size, size), dtype=input.dtype), input.device)
     index = (tensor(rows, device=input.device).array, tensor(cols, device=input.device).array)
     return IndexPut.apply(zeros, input, index)
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """The diagonal ``offset`` of the matrices spanned by ``dim1`` and ``dim2``: those dims removed and
+    the diagonal appended as the last dim (a copy, read with index arrays: see docs/differences.md)."""
+    first, second = normalize_dim(dim1, input.ndim, "diagonal"), normalize_dim(dim2, input.ndim, "diagonal")
+    if first == second:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    matrices = movedim(input, (first, second), (-2, -1))
+    rows, cols = _diagonal_positions(*matrices.array.shape[-2:], offset)
+    return getitem(matrices, (Ellipsis, tensor(rows, device=input.device), tensor(cols, device=input.device)))
+
+
+def trace(input: Tensor) -> Tensor:  # noqa: A002
+    """The sum of a matrix's main diagonal (integers sum to int64, as in PyTorch)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return reductions.sum(diagonal(input))
+
+
+def _triangle_indices(row: int, col: int, offset: int, lower: bool, dtype: Any, device: Any) -> Tensor:
+    for name, value in (("row", row), ("col", col)):
+        if value < 0:
+            raise RuntimeError(f"{name} must be non-negative, got {value}")
+    rows, cols = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    return tensor(np.stack([rows, cols]), dtype=dtypes.int64 if dtype is None else dtype, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = "cpu",
+                 layout: Any = None) -> Tensor:
+    """The ``(2, N)`` row and column indices of the lower triangle of a ``row x col`` matrix, row by row."""
+    return _triangle_indices(row, col, offset, True, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = "cpu",
+                 layout: Any = None) -> Tensor:
+    """The ``(2, N)`` row and column indices of the upper triangle of a ``row x col`` matrix, row by row."""
+    return _triangle_indices(row, col, offset, False, dtype, device)

@@ -1,5 +1,7 @@
 """Choosing elements by position or condition: ``gather``, ``take_along_dim``, ``index_select``, ``scatter``,
-``scatter_add``, ``masked_fill``, ``nonzero`` and ``where`` (with its one-argument form).
+``scatter_add``, ``masked_fill``, ``masked_select``, ``nonzero``/``argwhere``, ``where`` (with its
+one-argument form), and ``index_add``/``index_copy``/``index_fill``, which are scatters through an
+index repeated over the other dims.
 
 ``gather(x, dim, index)`` reads ``x[i0, .., index[i0, .., ik, ..], ..]``: the advanced index whose entry
 along ``dim`` is ``index`` and along every other dim the position itself (an ``arange`` shaped to
@@ -19,7 +21,8 @@ from ..tensor import Tensor, on_device
 from .dims import normalize_dim
 from .elementwise import where as elementwise_where
 from .inplace import IndexPut, masked_fill_
-from .shape import GetItem, clone, getitem
+from . import arithmetic
+from .shape import GetItem, cast, clone, expand, getitem, reshape
 
 
 class Gather(GetItem):
@@ -245,3 +248,70 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     if input is None or other is None:
         raise TypeError("where() needs both input and other, or neither (the one-argument form)")
     return elementwise_where(condition, input, other)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    """The elements of ``input`` where the bool ``mask`` holds (both broadcast), as a 1-D tensor."""
+    if not isinstance(mask, Tensor) or mask.dtype.kind != "b":
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got "
+                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    mask = on_device(mask, input.device, "masked_select", "the mask is", "the input is")
+    shape = np.broadcast_shapes(input.array.shape, mask.array.shape)
+    return getitem(expand(input, shape), expand(mask, shape))
+
+
+def argwhere(input: Tensor) -> Tensor:  # noqa: A002
+    """The positions of the nonzero elements, one row each (``nonzero(input)``)."""
+    return nonzero(input)
+
+
+def _along(index: Tensor, dim: int, shape: tuple) -> Tensor:
+    """The 1-D ``index`` set along ``dim`` and repeated over the other dims of ``shape``: the index
+    ``scatter`` takes for the same writes as ``index_add``/``index_copy``/``index_fill``."""
+    if index.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    length = index.array.size
+    placed = reshape(index, tuple(length if k == dim else 1 for k in range(len(shape))))
+    return expand(placed, tuple(length if k == dim else n for k, n in enumerate(shape)))
+
+
+def _index_write(op: str, input: Tensor, dim: int, index: Tensor, source: Tensor) -> tuple:  # noqa: A002
+    """``(dim, scatter index)`` for writing ``source`` into ``input`` at ``index`` along ``dim``, checked."""
+    index = on_device(_check_index(index, op), input.device, op, "the index is", "the input is")
+    d = normalize_dim(dim, input.ndim, op)
+    if source.ndim and source.array.shape[d] != index.array.size:
+        error = IndexError if op == "index_copy" else RuntimeError  # PyTorch's classes differ here
+        raise error(f"{op}_(): Number of indices ({index.array.size}) should be equal to source.size(dim): "
+                    f"({source.array.shape[d]}), for dim: {d}")
+    expected = tuple(index.array.size if k == d else n for k, n in enumerate(input.array.shape))
+    if tuple(source.array.shape) != expected and (source.ndim or input.ndim):
+        raise RuntimeError(f"{op}(): source tensor shape {tuple(source.array.shape)} must match self tensor shape "
+                           f"{tuple(input.array.shape)}, excluding the specified dimension (expected {expected})")
+    return d, _along(index, d, tuple(input.array.shape))
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``alpha * source`` added along ``dim`` at the positions ``index`` lists
+    (``out[index[i]] += alpha * source[i]`` for ``dim=0``; repeated positions add up)."""
+    d, where = _index_write("index_add", input, dim, index, source)
+    return scatter_add(input, d, where, source if alpha == 1 else arithmetic.mul(source, alpha))
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``source`` written along ``dim`` at the positions ``index`` lists."""
+    d, where = _index_write("index_copy", input, dim, index, source)
+    return scatter(input, d, where, source)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``value`` (a number or a 0-d tensor) along ``dim`` at the positions
+    ``index`` lists."""
+    index = on_device(_check_index(index, "index_fill"), input.device, "index_fill", "the index is", "the input is")
+    d = normalize_dim(dim, input.ndim, "index_fill")
+    where = _along(index, d, tuple(input.array.shape))
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        return scatter(input, d, where, expand(cast(value, input.dtype), tuple(where.array.shape)))
+    return scatter(input, d, where, value=value)

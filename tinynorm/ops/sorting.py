@@ -1,4 +1,5 @@
-"""Ordering and counting: ``sort``, ``argsort``, ``topk``, ``unique``, ``bincount``.
+"""Ordering and counting: ``sort``, ``argsort``, ``topk``, ``unique``, ``bincount``, ``searchsorted``,
+``bucketize``.
 
 The backend gives one thing, the stable ascending order along a dim (``argsort``; NaN last, as
 PyTorch). A descending order is that of the reversed dim, read back to front: equal values then keep
@@ -11,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes, return_types
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
+from . import comparison, reductions
 from .dims import normalize_dim
-from .selection import Gather, positions
+from .selection import Gather, positions, take_along_dim
+from .shape import unsqueeze
 
 
 class Sort(Gather):
@@ -121,3 +124,39 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     if input.numel() == 0:
         return Tensor._from_array(xp.zeros((length,), dtype=values.dtype), input.device)
     return Tensor._from_array(xp.index_add((length,), (input.array,), values, checked=True), input.device)
+
+
+def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+                 side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """Where each value of ``input`` would go in the ascending ``sorted_sequence`` (its last dim; the
+    other dims match ``input``'s leading ones) to keep it sorted: the count of elements below it, or
+    not above it with ``right=True``/``side='right'``. Computed by comparing every value with every
+    element (memory of ``input.numel() * sorted_sequence.shape[-1]`` bools), on either device."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    if sorter is not None:
+        sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
+    scalar = not isinstance(input, Tensor)
+    values = tensor(input, device=sorted_sequence.device) if scalar else input
+    if sorted_sequence.ndim > 1 and tuple(sorted_sequence.shape[:-1]) != tuple(values.shape[:-1]):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(sorted_sequence.shape)} and input value tensor "
+                           f"{list(values.shape)}")
+    boundaries = sorted_sequence if sorted_sequence.ndim == 1 else unsqueeze(sorted_sequence, -2)
+    below = (comparison.le if right else comparison.lt)(boundaries, unsqueeze(values, -1))
+    return reductions.sum(below, -1, dtype=dtypes.int32 if out_int32 else dtypes.int64)
+
+
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:  # noqa: A002
+    """The bucket of each value among the ascending 1-D ``boundaries``: ``i`` such that
+    ``boundaries[i - 1] < x <= boundaries[i]`` (``<=`` then ``<`` with ``right=True``)."""
+    if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim if isinstance(boundaries, Tensor) else 0})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
