@@ -143,3 +143,53 @@ def test_backend_switches_scripts_set():
         assert tn.backends.cudnn.benchmark and tn.backends.cudnn.deterministic
     finally:
         tn.backends.cudnn.benchmark, tn.backends.cudnn.deterministic = saved
+
+
+def test_out_writes_into_the_given_tensor(device):
+    def case(lib, make):
+        a, b = make(X), make([[1.0, 0.5], [2.0, -1.0], [0.0, 3.0]])
+        product, doubled, joined, total = make([[0.0] * 2] * 2), make([[0.0] * 3] * 2), make([]), make([0.0, 0.0])
+        results = (lib.matmul(a, b, out=product), lib.mul(a, 2, out=doubled), lib.cat([a, a], out=joined),
+                   lib.sum(a, 1, out=total), lib.add(make([1, 2]), make([3, 4]), out=make([0.0, 0.0])))
+        return results, results[0] is product, results[2] is joined, product, joined.shape
+
+    check(case, device)
+    check(lambda lib, make: lib.add(make([1.0]), make([2.0]), out=make([0])), device)  # float into long
+    check(lambda lib, make: lib.mul(make([1.0], requires_grad=True), 2, out=make([0.0])), device)
+
+
+POSITIVE = [[0.5, 1.5, 3.0], [0.25, 2.0, 4.5]]
+UNARY_WITH_OUT = ["abs", "absolute", "acosh", "asinh", "atan", "ceil", "cos", "cosh", "deg2rad", "erf", "exp", "exp2",
+                  "expm1", "fix", "floor", "frac", "log", "log1p", "log2", "neg", "negative", "rad2deg", "reciprocal",
+                  "round", "rsqrt", "sgn", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+                  "nan_to_num", "logical_not", "isposinf", "isneginf", "cumsum", "cumprod", "sum", "mean", "prod",
+                  "nansum", "amax", "amin", "argmax", "argmin", "std", "var", "logsumexp", "norm", "any", "all"]
+BINARY_WITH_OUT = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "atan2", "arctan2",
+                   "hypot", "logaddexp", "xlogy", "maximum", "minimum", "pow", "remainder", "fmod", "float_power",
+                   "floor_divide", "eq", "ne", "not_equal", "lt", "less", "le", "less_equal", "gt", "greater", "ge",
+                   "greater_equal", "logical_and", "logical_or", "logical_xor"]
+DIM_FIRST = {"cumsum", "cumprod", "logsumexp", "sum", "prod"}  # PyTorch takes out= only with a dim there
+
+
+@pytest.mark.parametrize("name", UNARY_WITH_OUT)
+def test_out_of_one_argument_functions(name, device):
+    def case(lib, make):
+        x = make(POSITIVE)
+        result = getattr(lib, name)(x, 1) if name in DIM_FIRST else getattr(lib, name)(x)
+        out = make([]) if result.dtype.is_floating_point else make([], dtype=str(result.dtype).split(".")[-1])
+        written = getattr(lib, name)(x, 1, out=out) if name in DIM_FIRST else getattr(lib, name)(x, out=out)
+        return written, written is out
+
+    check(case, device)
+
+
+@pytest.mark.parametrize("name", BINARY_WITH_OUT)
+def test_out_of_two_argument_functions(name, device):
+    first, second = (X, POSITIVE) if name == "xlogy" else (POSITIVE, X)  # logarithms of positive numbers
+
+    def case(lib, make):
+        result = getattr(lib, name)(make(first), make(second))
+        out = make([[0.0] * 3] * 2, dtype=str(result.dtype).split(".")[-1])
+        return getattr(lib, name)(make(first), make(second), out=out) is out, out
+
+    check(case, device)

@@ -57,5 +57,8 @@ from .io import load, save
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .sampling import bernoulli, multinomial, normal, randint, randint_like, randperm
 from . import utils  # noqa: E402  (tinynorm.utils.data builds on all of the above)
+from . import outputs
+
+outputs.install(globals())  # out= for the functions that take it in PyTorch (tinynorm.add(a, b, out=c))
 
 __version__ = "0.1.0"
