@@ -281,3 +281,14 @@ def test_dtype_refuses_what_tinynorm_has_no_kernels_for():
     with pytest.raises(TypeError, match="dtype must be a dtype"):
         tn.zeros(2, dtype="tinynorm.nothing")
     assert not hasattr(tn, "bfloat16")  # numpy has none (docs/differences.md)
+
+
+def test_legacy_tensor_constructor(device):
+    check(lambda lib, make: (lib.Tensor([1, 2]), lib.Tensor([[1.5, 2], [3, 4]]), lib.Tensor((2, 3)), lib.Tensor(),
+                             lib.Tensor(2, 3).shape, lib.Tensor(4).dtype, lib.Tensor(make([1, 2]))), device)
+    for bad in (lambda lib, make: lib.Tensor(2.5), lambda lib, make: lib.Tensor("a"),
+                lambda lib, make: lib.Tensor([1], [2])):
+        check(bad, device)
+    x = tn.tensor(X, device=device)
+    assert tn.Tensor(x).data_ptr() == x.data_ptr() if device == "cpu" else tn.Tensor(x).array is x.array
+    assert tn.Tensor(2, 3, device=device).device == x.device and not tn.Tensor(2, 3).numpy().any()

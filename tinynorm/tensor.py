@@ -50,8 +50,18 @@ class Tensor:
                  "__weakref__")
     __array_priority__ = 1000  # numpy defers to Tensor's operators: ndarray * Tensor -> Tensor
 
-    def __init__(self, data: Any, requires_grad: bool = False, device: str = CPU) -> None:
-        self.array = data
+    def __init__(self, *data: Any, requires_grad: bool = False, device: Any = CPU) -> None:
+        """``Tensor(array)`` wraps a backend array as it is (``Parameter`` builds on this), ``Tensor(t)``
+        shares a tensor's memory. Otherwise it is PyTorch's legacy constructor: ``Tensor([1, 2])`` copies
+        values into the default float dtype, ``Tensor(2, 3)`` and ``Tensor()`` make zero-filled tensors
+        of that size (PyTorch's are uninitialized)."""
+        if len(data) == 1 and isinstance(data[0], Tensor):
+            self.array, device = data[0].array, data[0].device  # as PyTorch's Tensor(other): the same memory
+        elif len(data) == 1 and isinstance(getattr(data[0], "shape", None), tuple) and hasattr(data[0], "dtype") \
+                and not isinstance(data[0], np.generic):
+            self.array = data[0]
+        else:
+            self.array = _legacy_values(data, device).array
         self.device = device if type(device) is _Device else tensor_device(canonical_device(device))
         self.grad: Tensor | None = None
         self.grad_fn = None
@@ -733,6 +743,17 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     if requires_grad:
         result.requires_grad_(True)
     return result
+
+
+def _legacy_values(data: tuple, device: Any) -> Tensor:
+    """What ``Tensor(*data)`` holds when ``data`` is not one backend array: the values of one sequence
+    or number-free sizes, in the default float dtype."""
+    if all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in data):
+        return _from_host(np.zeros(data or (0,), dtypes.get_default_dtype()), None, resolve_device(device))
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        return _from_host(data[0], dtypes.get_default_dtype(), resolve_device(device))
+    raise TypeError(f"Tensor(): expected sizes (ints) or one sequence of values, got "
+                    f"({', '.join(type(d).__name__ for d in data)}); use tinynorm.tensor(data, dtype=...)")
 
 
 def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
