@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import creation, dtypes
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
-    scan, selection, shape, sorting, statistics, trigonometric,
+    products, scan, selection, shape, sorting, statistics, trigonometric,
 )
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
@@ -104,6 +104,11 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
     """A new tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
     return creation.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                          requires_grad=requires_grad)
+
+
+def msort(self: Tensor) -> Tensor:
+    """The values sorted along dim 0 (``sort(self, 0).values``)."""
+    return sorting.sort(self, 0).values
 
 
 # -------------------------------------------------------------------------- memory and type
@@ -220,6 +225,7 @@ METHODS: dict[str, Callable] = {
     "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "mv": linalg.mv, "dot": linalg.dot,
     "outer": linalg.outer, "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "tril": matrix.tril,
     "triu": matrix.triu, "diag": matrix.diag, "t": shape.t, "diagonal": matrix.diagonal, "trace": matrix.trace,
+    "cross": products.cross, "kron": products.kron,
     # selection
     "gather": selection.gather, "scatter": selection.scatter, "scatter_add": selection.scatter_add,
     "index_select": selection.index_select, "take_along_dim": selection.take_along_dim,
@@ -234,7 +240,8 @@ METHODS: dict[str, Callable] = {
     "split": shape.split, "chunk": shape.chunk, "movedim": rearrange.movedim, "moveaxis": rearrange.movedim,
     "flip": flip, "fliplr": rearrange.fliplr, "flipud": rearrange.flipud, "roll": rearrange.roll,
     "repeat": rearrange.repeat, "tile": tile, "repeat_interleave": rearrange.repeat_interleave,
-    "contiguous": contiguous, "clone": clone,
+    "contiguous": contiguous, "clone": clone, "unfold": rearrange.unfold, "rot90": rearrange.rot90,
+    "split_with_sizes": shape.split, "msort": msort,
     # new tensors like this one
     "new_tensor": new_tensor, "new_zeros": _new(creation.zeros), "new_ones": _new(creation.ones),
     "new_empty": _new(creation.empty), "new_full": new_full,

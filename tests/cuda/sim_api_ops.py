@@ -18,6 +18,7 @@ import test_api_indexing  # noqa: E402
 import test_api_linalg  # noqa: E402
 import test_api_math  # noqa: E402
 import test_api_pointwise  # noqa: E402
+import test_api_products  # noqa: E402
 import test_api_reductions  # noqa: E402
 import test_api_runtime  # noqa: E402
 import test_api_selection  # noqa: E402
@@ -25,8 +26,8 @@ import test_api_shape  # noqa: E402
 import test_api_statistics  # noqa: E402
 import test_api_tensor  # noqa: E402
 
-MODULES = [test_api_indexing, test_api_linalg, test_api_math, test_api_pointwise, test_api_reductions,
-           test_api_runtime, test_api_selection, test_api_shape, test_api_statistics, test_api_tensor]
+MODULES = [test_api_indexing, test_api_linalg, test_api_math, test_api_pointwise, test_api_products,
+           test_api_reductions, test_api_runtime, test_api_selection, test_api_shape, test_api_statistics, test_api_tensor]
 
 # The same tests, collected here under their module's name (two modules may name a test alike).
 for _module in MODULES:

@@ -18,9 +18,10 @@ from .pointwise import (
     isnan, isneginf, isposinf, lerp, log1p, log2, logaddexp, nan_to_num, reciprocal, round, sgn, sign, sin, square, tan,
     trunc, xlogy,
 )
+from .products import cross, kron, tensordot
 from .rearrange import (
     atleast_1d, atleast_2d, broadcast_to, concat, concatenate, flip, fliplr, flipud, hstack, meshgrid, moveaxis,
-    movedim, repeat_interleave, roll, row_stack, tile, unflatten, vstack,
+    movedim, repeat_interleave, roll, rot90, row_stack, tile, unflatten, unfold, vstack,
 )
 from .reductions import (
     all, amax, amin, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, std_mean, sum, var, var_mean,
@@ -65,7 +66,7 @@ __all__ = [
     "gather", "index_select", "masked_fill", "nonzero", "scatter", "scatter_add", "take_along_dim",
     "argwhere", "index_add", "index_copy", "index_fill", "masked_select",
     "aminmax", "diff", "median", "nanmean", "nansum", "quantile", "diagonal", "trace", "tril_indices", "triu_indices",
-    "bucketize", "searchsorted",
+    "bucketize", "searchsorted", "cross", "kron", "tensordot", "rot90", "unfold",
     "atleast_1d", "atleast_2d", "broadcast_to", "concat", "concatenate", "flip", "fliplr", "flipud", "hstack",
     "meshgrid", "moveaxis", "movedim", "repeat_interleave", "roll", "row_stack", "tile", "unflatten", "vstack",
     "cast", "cat", "chunk", "clone", "expand", "flatten", "getitem", "narrow", "permute", "reshape", "split", "squeeze",

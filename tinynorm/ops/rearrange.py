@@ -1,5 +1,6 @@
-"""Rearranging elements: ``flip``, ``roll``, ``repeat``/``tile``, ``repeat_interleave``, ``movedim``,
-``unflatten``, ``broadcast_to``, ``meshgrid``, and joining with ``hstack``/``vstack``/``concat``.
+"""Rearranging elements: ``flip``, ``roll``, ``rot90``, ``repeat``/``tile``, ``repeat_interleave``,
+``movedim``, ``unflatten``, ``unfold`` (sliding windows), ``broadcast_to``, ``meshgrid``, and joining
+with ``hstack``/``vstack``/``concat``.
 
 Most are compositions of the view ops (permute, reshape, expand) and ``cat``. ``flip``, ``roll`` and
 ``repeat`` are ops of their own, each one copy forward and one move of the gradient back: a flip
@@ -11,11 +12,13 @@ import operator
 import warnings
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..autograd.function import Context, Function
 from ..tensor import Tensor, tensor
 from .dims import normalize_dim, normalize_dims
 from .selection import index_select
-from .shape import cat, expand, permute, reshape
+from .shape import cat, clone, expand, getitem, permute, reshape, transpose
 
 
 def _flip_index(dims: tuple[int, ...], ndim: int) -> tuple:
@@ -268,3 +271,40 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 concatenate = concat
 row_stack = vstack
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:  # noqa: A002
+    """The windows of ``size`` elements along ``dimension``, ``step`` apart: that dim becomes the window
+    count and a new last dim of ``size`` holds each window (read with an index, so overlapping windows
+    add their gradients; PyTorch's result is a view)."""
+    d = normalize_dim(dimension, input.ndim, "unfold")
+    x = input if input.ndim else reshape(input, (1,))
+    length = x.shape[d]
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    starts = np.arange(0, length - size + 1, step)
+    windows = tensor(starts[:, None] + np.arange(size), device=input.device)
+    result = movedim(getitem(x, (slice(None),) * d + (windows,)), d + 1, -1)
+    return reshape(result, (size,)) if input.ndim == 0 else result
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:  # noqa: A002
+    """``input`` turned ``k`` quarter turns in the plane of ``dims``, from the first dim towards the second."""
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    first, second = (normalize_dim(d, input.ndim, "rot90") for d in dims)
+    if first == second:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {first} and dim1 = {second}")
+    turns = k % 4
+    if turns == 1:
+        return transpose(flip(input, (second,)), first, second)
+    if turns == 2:
+        return flip(input, (first, second))
+    if turns == 3:
+        return transpose(flip(input, (first,)), first, second)
+    return clone(input)
