@@ -1,6 +1,6 @@
 """Trigonometric, hyperbolic and other elementwise functions against PyTorch: asin, acos, atan, atan2,
 sinh, cosh, asinh, acosh, atanh, hypot, deg2rad, rad2deg (and the ``arc*`` aliases), logaddexp, xlogy,
-sgn, clamp_min/clamp_max, addcmul/addcdiv: values, dtypes, gradients with a random upstream gradient,
+sgn, clamp_min/clamp_max, addcmul/addcdiv, erfinv: values, dtypes, gradients with a random upstream gradient,
 in-place forms, errors, and float64 finite differences.
 
 Each test takes a ``device``; ``tests/cuda/sim_api_ops.py`` runs them on 'cuda' in the simulator.
@@ -17,7 +17,7 @@ UNIT = [[0.5, -0.25, 0.9], [-0.75, 0.1, 0.0]]  # inside (-1, 1): asin, acos, ata
 ABOVE_ONE = [[1.5, 2.25, 4.0], [1.1, 3.0, 7.5]]  # acosh
 OTHER = [[2.0, -1.5, 1.25], [-0.75, 3.0, 0.5]]
 INTS = [[3, -7, 0], [2, 5, -4]]
-INPUTS = {"asin": UNIT, "acos": UNIT, "atanh": UNIT, "acosh": ABOVE_ONE, "arcsin": UNIT, "arccos": UNIT,
+INPUTS = {"asin": UNIT, "acos": UNIT, "atanh": UNIT, "erfinv": UNIT, "acosh": ABOVE_ONE, "arcsin": UNIT, "arccos": UNIT,
           "arctanh": UNIT, "arccosh": ABOVE_ONE}
 
 
@@ -120,12 +120,26 @@ def test_addcmul_and_addcdiv(device):
     check(in_place, device)
 
 
+def test_erfinv(device):
+    edges = [-1.0, -0.999999, -0.9, -1e-6, 0.0, 0.3, 0.99, 0.9999999, 1.0, 1.5, -2.0, float("nan")]
+    check(lambda lib, make: (lib.erfinv(make(UNIT, requires_grad=True)), make(edges, dtype="float64").erfinv(),
+                             lib.erfinv(make(edges)), lib.erfinv(make([0, 1, -1]))), device, rtol=2e-6)
+
+    def in_place(lib, make):  # nn.init.trunc_normal_'s step: uniform in (2l-1, 2u-1), then erfinv_
+        h = make(UNIT, requires_grad=True) * 0.5
+        return h.erfinv_(), h._version
+
+    check(in_place, device)
+    uniform = np.random.default_rng(0).uniform(-1, 1, 200)
+    check(lambda lib, make: lib.erfinv(make(uniform.tolist(), dtype="float64")), device, rtol=1e-10)
+
+
 # ------------------------------------------------------------------------------ finite differences
 def _leaf(values):
     return tn.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
 
 
-@pytest.mark.parametrize("name", ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"])
+@pytest.mark.parametrize("name", ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfinv"])
 def test_unary_pass_gradcheck(name):
     assert gradcheck(lambda x: getattr(tn, name)(x), _leaf(INPUTS.get(name, X)))
 

@@ -19,12 +19,13 @@ FUNCTIONS = (
     "abs absolute acos acosh add addcdiv addcmul addmm all amax amin any arccos arccosh arcsin arcsinh arctan "
     "arctan2 arctanh argmax argmin asin asinh atan atan2 atanh baddbmm bitwise_and bitwise_not bitwise_or "
     "bitwise_xor bmm bucketize cat ceil clamp clamp_max clamp_min clip concat concatenate cos cosh cumprod cumsum "
-    "deg2rad diag diff div divide dot eq erf exp exp2 expm1 fix float_power floor floor_divide fmod frac gather ge "
-    "greater greater_equal gt hstack hypot index_select isneginf isposinf le lerp less less_equal log log1p log2 "
-    "logaddexp logical_and logical_not logical_or logical_xor logsumexp lt masked_select matmul maximum mean "
-    "minimum mm mul multiply mv nan_to_num nanmean nansum ne neg negative nonzero norm not_equal outer pow prod "
-    "quantile rad2deg reciprocal remainder round row_stack rsqrt searchsorted sgn sigmoid sign sin sinh sqrt square "
-    "stack std sub subtract sum take_along_dim tan tanh tril triu true_divide trunc var vstack where xlogy"
+    "deg2rad diag diff div divide dot eq erf erfinv exp exp2 expm1 fix float_power floor floor_divide fmod frac "
+    "gather ge greater greater_equal gt hstack hypot index_select isneginf isposinf le lerp less less_equal log "
+    "log1p log2 logaddexp logical_and logical_not logical_or logical_xor logsumexp lt masked_select matmul "
+    "maximum mean minimum mm mul multiply mv nan_to_num nanmean nansum ne neg negative nonzero norm not_equal "
+    "outer pow prod quantile rad2deg reciprocal remainder round row_stack rsqrt searchsorted sgn sigmoid sign sin "
+    "sinh sqrt square stack std sub subtract sum take_along_dim tan tanh tril triu true_divide trunc var vstack "
+    "where xlogy"
 ).split()
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import creation, dtypes
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
-    products, scan, selection, shape, sorting, statistics, trigonometric,
+    products, scan, selection, shape, sorting, special, statistics, trigonometric,
 )
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
@@ -194,7 +194,7 @@ METHODS: dict[str, Callable] = {
     "isposinf": pointwise.isposinf, "isneginf": pointwise.isneginf,
     "softmax": softmax, "log_softmax": log_softmax, "clamp_min": pointwise.clamp_min, "clamp_max": pointwise.clamp_max,
     "addcmul": pointwise.addcmul, "addcdiv": pointwise.addcdiv, "logaddexp": pointwise.logaddexp,
-    "xlogy": pointwise.xlogy, "sgn": pointwise.sgn,
+    "xlogy": pointwise.xlogy, "sgn": pointwise.sgn, "erfinv": special.erfinv,
     "asin": trigonometric.asin, "arcsin": trigonometric.asin, "acos": trigonometric.acos,
     "arccos": trigonometric.acos, "atan": trigonometric.atan, "arctan": trigonometric.atan,
     "atan2": trigonometric.atan2, "arctan2": trigonometric.atan2, "sinh": trigonometric.sinh,
@@ -266,7 +266,7 @@ IN_PLACE = [
     "logical_not", "cumsum", "cumprod", "tril", "triu", "scatter", "scatter_add", "addmm", "baddbmm",
     "addcmul", "addcdiv", "xlogy", "sgn", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "atan2", "arctan2",
     "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "hypot", "deg2rad", "rad2deg",
-    "index_add", "index_copy", "index_fill",
+    "index_add", "index_copy", "index_fill", "erfinv",
 ]
 
 

@@ -36,6 +36,7 @@ from .shape import (
     transpose, unbind, unsqueeze, view,
 )
 from .softmax import log_softmax, logsumexp, softmax
+from .special import erfinv
 from .sorting import argsort, bincount, bucketize, searchsorted, sort, topk, unique
 from .statistics import aminmax, diff, median, nanmean, nansum, quantile
 from .trigonometric import (
@@ -66,7 +67,7 @@ __all__ = [
     "gather", "index_select", "masked_fill", "nonzero", "scatter", "scatter_add", "take_along_dim",
     "argwhere", "index_add", "index_copy", "index_fill", "masked_select",
     "aminmax", "diff", "median", "nanmean", "nansum", "quantile", "diagonal", "trace", "tril_indices", "triu_indices",
-    "bucketize", "searchsorted", "cross", "kron", "tensordot", "rot90", "unfold",
+    "bucketize", "searchsorted", "erfinv", "cross", "kron", "tensordot", "rot90", "unfold",
     "atleast_1d", "atleast_2d", "broadcast_to", "concat", "concatenate", "flip", "fliplr", "flipud", "hstack",
     "meshgrid", "moveaxis", "movedim", "repeat_interleave", "roll", "row_stack", "tile", "unflatten", "vstack",
     "cast", "cat", "chunk", "clone", "expand", "flatten", "getitem", "narrow", "permute", "reshape", "split", "squeeze",
