@@ -1,5 +1,5 @@
 """Order statistics and NaN-aware reductions against PyTorch: median (all elements, along a dim as
-``(values, indices)``), quantile (numbers and tensors of levels, every interpolation), nansum, nanmean,
+``(values, indices)``), cummax/cummin, quantile (numbers and tensors of levels, every interpolation), nansum, nanmean,
 aminmax and diff: values, dtypes, indices, gradients with a random upstream gradient, NaN rows,
 errors, and float64 finite differences.
 
@@ -83,6 +83,17 @@ def test_diff(device):
         check(bad, device)
 
 
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_running_extremes(name, device):
+    ties = [[1.0, 3.0, 2.0, 3.0, 0.5, 3.0, -1.0, 4.0, 4.0]]
+    check(lambda lib, make: (getattr(lib, name)(make(X, requires_grad=True), 1),
+                             getattr(make(WITH_NAN, requires_grad=True), name)(0),
+                             getattr(lib, name)(make(ties, requires_grad=True), -1), getattr(lib, name)(make(INTS), 1),
+                             getattr(lib, name)(make([True, False, True, True]), 0), getattr(lib, name)(make(2.5), 0),
+                             getattr(lib, name)(make([[]]), 1)), device)
+    check(lambda lib, make: getattr(lib, name)(make(X), 2), device)
+
+
 def test_repr_of_the_named_pairs():
     assert repr(tn.median(tn.tensor(X), 1)).startswith("tinynorm.return_types.median(\nvalues=tensor(")
     assert repr(tn.aminmax(tn.tensor(X))) == "tinynorm.return_types.aminmax(\nmin=tensor(-3.),\nmax=tensor(9.))"
@@ -95,6 +106,8 @@ def _leaf(values):
 
 def test_order_statistics_pass_gradcheck():
     assert gradcheck(lambda x: tn.median(x, 1).values, _leaf(X))
+    assert gradcheck(lambda x: tn.cummax(x, 1).values, _leaf(X))
+    assert gradcheck(lambda x: tn.cummin(x, 0).values, _leaf(X))
     assert gradcheck(lambda x: tn.median(x), _leaf(X))
     assert gradcheck(lambda x: tn.quantile(x, tn.tensor([0.2, 0.5, 0.9], dtype=tn.float64), dim=0), _leaf(X))
 

@@ -21,4 +21,6 @@ min = _return_type("min")  # noqa: A001
 sort = _return_type("sort")
 topk = _return_type("topk")
 median = _return_type("median")
+cummax = _return_type("cummax")
+cummin = _return_type("cummin")
 aminmax = _return_type("aminmax", ("min", "max"))

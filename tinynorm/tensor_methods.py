@@ -215,7 +215,8 @@ METHODS: dict[str, Callable] = {
     "prod": reductions.prod, "amax": reductions.amax, "amin": reductions.amin, "max": reductions.max,
     "min": reductions.min, "argmax": reductions.argmax, "argmin": reductions.argmin, "any": reductions.any,
     "all": reductions.all, "count_nonzero": reductions.count_nonzero, "logsumexp": logsumexp,
-    "norm": linalg.norm, "cumsum": scan.cumsum, "cumprod": scan.cumprod, "median": statistics.median,
+    "norm": linalg.norm, "cumsum": scan.cumsum, "cumprod": scan.cumprod, "cummax": scan.cummax,
+    "cummin": scan.cummin, "median": statistics.median,
     "quantile": statistics.quantile, "nansum": statistics.nansum, "nanmean": statistics.nanmean,
     "aminmax": statistics.aminmax, "diff": statistics.diff,
     # sorting and counting

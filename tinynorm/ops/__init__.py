@@ -26,7 +26,7 @@ from .rearrange import (
 from .reductions import (
     all, amax, amin, any, argmax, argmin, count_nonzero, max, mean, min, prod, std, std_mean, sum, var, var_mean,
 )
-from .scan import cumprod, cumsum
+from .scan import cummax, cummin, cumprod, cumsum
 from .selection import (
     argwhere, gather, index_add, index_copy, index_fill, index_select, masked_fill, masked_select, nonzero, scatter,
     scatter_add, take_along_dim, where,
@@ -67,7 +67,7 @@ __all__ = [
     "gather", "index_select", "masked_fill", "nonzero", "scatter", "scatter_add", "take_along_dim",
     "argwhere", "index_add", "index_copy", "index_fill", "masked_select",
     "aminmax", "diff", "median", "nanmean", "nansum", "quantile", "diagonal", "trace", "tril_indices", "triu_indices",
-    "bucketize", "searchsorted", "erfinv", "cross", "kron", "tensordot", "rot90", "unfold",
+    "bucketize", "searchsorted", "erfinv", "cummax", "cummin", "cross", "kron", "tensordot", "rot90", "unfold",
     "atleast_1d", "atleast_2d", "broadcast_to", "concat", "concatenate", "flip", "fliplr", "flipud", "hstack",
     "meshgrid", "moveaxis", "movedim", "repeat_interleave", "roll", "row_stack", "tile", "unflatten", "vstack",
     "cast", "cat", "chunk", "clone", "expand", "flatten", "getitem", "narrow", "permute", "reshape", "split", "squeeze",

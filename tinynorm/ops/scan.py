@@ -1,4 +1,4 @@
-"""Running sums and products along a dim: ``cumsum`` and ``cumprod``.
+"""Running sums, products and extremes along a dim: ``cumsum``, ``cumprod``, ``cummax``, ``cummin``.
 
 The gradient of a running sum is the running sum of the gradient taken from the other end. A running
 product's is the same of ``grad * out``, divided by ``x``, when ``x`` has no zeros; with zeros it is
@@ -7,11 +7,13 @@ computed exactly from the products before each element and a recurrence over the
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from .. import dtypes
+from .. import dtypes, return_types
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
+from . import selection
 from .dims import normalize_dim
 from .shape import cast
 
@@ -113,3 +115,50 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:  # noqa: A
     out = Cumprod.apply(x, d)
     return out if input.ndim else out.reshape(())
 
+
+
+def _running_extreme_index(xp: Any, a: Any, axis: int, largest: bool) -> Any:
+    """Where the running maximum (or minimum) of ``a`` along ``axis`` lies: for each position, the last
+    index holding the extreme so far; once a NaN is met, the latest NaN (PyTorch's ``cummax`` rule).
+
+    A doubling scan: after the step of ``span``, each position knows the winner among the ``2 * span``
+    elements ending there, from its own and the one ``span`` before it (array ops only, so it runs on
+    every backend in log2(n) steps)."""
+    values = a.astype("float64") if a.dtype.kind != "f" else a  # integers compared exactly below 2**53
+    length = a.shape[axis]
+    index_shape = [1] * a.ndim
+    index_shape[axis] = length
+    index = xp.broadcast_to(xp.arange(length).reshape(tuple(index_shape)), a.shape) + 0  # a writable int64 copy
+    span = 1
+    while span < length:
+        head = tuple(slice(None) if k != axis else slice(0, length - span) for k in range(a.ndim))
+        pad_shape = tuple(span if k == axis else n for k, n in enumerate(a.shape))
+        earlier = xp.concatenate([xp.full(pad_shape, -math.inf if largest else math.inf, dtype=values.dtype),
+                                  values[head]], axis=axis)
+        earlier_index = xp.concatenate([xp.zeros(pad_shape, dtype=index.dtype), index[head]], axis=axis)
+        beats = xp.greater(earlier, values) if largest else xp.less(earlier, values)
+        beats = xp.logical_or(beats, xp.logical_and(xp.isnan(earlier), xp.logical_not(xp.isnan(values))))
+        values, index = xp.where(beats, earlier, values), xp.where(beats, earlier_index, index)
+        span *= 2
+    return index
+
+
+def _cumulative_extreme(input: Tensor, dim: Any, largest: bool, op: str) -> Any:  # noqa: A002
+    x = input if input.ndim else input.reshape(1)
+    d = normalize_dim(dim, input.ndim, op)
+    index = Tensor._from_array(x._backend.as_array(_running_extreme_index(x._backend, x.array, d, largest)), x.device)
+    values = selection.gather(x, d, index)
+    if input.ndim == 0:
+        values, index = values.reshape(()), index.reshape(())
+    return (return_types.cummax if largest else return_types.cummin)(values, index)
+
+
+def cummax(input: Tensor, dim: int) -> Any:  # noqa: A002
+    """``(values, indices)``: the running maximum along ``dim`` and where it lies (the last of equal
+    values); NaN propagates. The gradient goes to those positions."""
+    return _cumulative_extreme(input, dim, True, "cummax")
+
+
+def cummin(input: Tensor, dim: int) -> Any:  # noqa: A002
+    """``(values, indices)``: the running minimum along ``dim`` and where it lies, as :func:`cummax`."""
+    return _cumulative_extreme(input, dim, False, "cummin")
