@@ -292,3 +292,14 @@ def test_legacy_tensor_constructor(device):
     x = tn.tensor(X, device=device)
     assert tn.Tensor(x).data_ptr() == x.data_ptr() if device == "cpu" else tn.Tensor(x).array is x.array
     assert tn.Tensor(2, 3, device=device).device == x.device and not tn.Tensor(2, 3).numpy().any()
+
+
+def test_graph_nodes_print_as_pytorchs():
+    """``print(y.grad_fn)`` in PyTorch's autograd tutorial: the node's name and where it lives."""
+    import re
+    x = tn.ones(2, requires_grad=True)
+    node = (x * 2).grad_fn
+    assert re.fullmatch(r"<MulBackward0 object at 0x[0-9a-f]+>", repr(node)) and str(node) == repr(node)
+    assert re.fullmatch(r"\(\(<AccumulateGrad object at 0x[0-9a-f]+>, 0\), \(None, 0\)\)", str(node.next_functions))
+    theirs = (torch.ones(2, requires_grad=True) * 2).grad_fn
+    assert re.sub("0x[0-9a-f]+", "", repr(node)) == re.sub("0x[0-9a-f]+", "", repr(theirs))
