@@ -1,5 +1,6 @@
-"""Windows, turns and products against PyTorch: ``unfold``, ``rot90``, ``cross``, ``tensordot``,
-``kron``, ``msort``, ``split_with_sizes``: values, dtypes, gradients with a random upstream gradient,
+"""Windows, turns, products and norms against PyTorch: ``unfold``, ``rot90``, ``cross``, ``tensordot``,
+``kron``, ``msort``, ``split_with_sizes``, ``tinynorm.linalg``'s norms, the legacy ``Tensor.new`` and
+``set_float32_matmul_precision``: values, dtypes, gradients with a random upstream gradient,
 errors, and float64 finite differences.
 
 Each test takes a ``device``; ``tests/cuda/sim_api_ops.py`` runs them on 'cuda' in the simulator.
@@ -8,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from api_compare import check
+from api_compare import check, torch
 
 import tinynorm as tn
 from tinynorm.autograd import gradcheck
@@ -81,3 +82,46 @@ def test_products_pass_gradcheck():
     assert gradcheck(lambda a, b: tn.cross(a, b, dim=1), (_leaf(V), _leaf(W)))
     assert gradcheck(lambda a, b: tn.tensordot(a, b, dims=([1], [1])), (_leaf(V), _leaf(W)))
     assert gradcheck(lambda a, b: tn.kron(a, b), (_leaf(V), _leaf([[0.5, -1.0]])))
+
+
+MATRIX = [[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]]
+
+
+def test_linalg_norms(device):
+    inf = float("inf")
+    check(lambda lib, make: (lib.linalg.norm(make(MATRIX, requires_grad=True)), lib.linalg.norm(make(MATRIX), dim=1),
+                             lib.linalg.norm(make(MATRIX)[0], ord=3), lib.linalg.norm(make(MATRIX), ord=1, dim=1),
+                             lib.linalg.norm(make(MATRIX), ord=inf), lib.linalg.norm(make(CUBE), dim=(0, 2)),
+                             lib.linalg.vector_norm(make(MATRIX, requires_grad=True), ord=inf, dim=0),
+                             lib.linalg.vector_norm(make(CUBE), keepdim=True),
+                             lib.linalg.matrix_norm(make(CUBE, requires_grad=True)),
+                             lib.linalg.matrix_norm(make(MATRIX, requires_grad=True), ord=1),
+                             lib.linalg.matrix_norm(make(MATRIX), ord=-1, keepdim=True),
+                             lib.linalg.matrix_norm(make(CUBE), ord=-inf, dim=(0, 2)),
+                             lib.linalg.cross(make(V, requires_grad=True), make(W))), device)
+    for bad in (lambda lib, make: lib.linalg.vector_norm(make([1, 2])),
+                lambda lib, make: lib.linalg.matrix_norm(make(V[0])),
+                lambda lib, make: lib.linalg.norm(make(CUBE), ord=1),
+                lambda lib, make: lib.linalg.matrix_norm(make(V), ord=3)):
+        check(bad, device)
+    with pytest.raises(NotImplementedError, match="singular value decomposition"):
+        tn.linalg.matrix_norm(tn.tensor(MATRIX, device=device), ord=2)
+
+
+def test_legacy_new(device):
+    check(lambda lib, make: (make(MATRIX).new(2, 3).shape, make(MATRIX).new([1, 2]), make([1, 2]).new([1.5]),
+                             make(MATRIX).new(), make(MATRIX).new(make(MATRIX).shape).shape,
+                             make(MATRIX, dtype="float64").new(2).dtype), device)
+    assert tn.tensor(MATRIX, device=device).new(2).device == tn.device(device)
+
+
+def test_float32_matmul_precision_is_accepted():
+    assert tn.get_float32_matmul_precision() == torch.get_float32_matmul_precision() == "highest"
+    try:
+        tn.set_float32_matmul_precision("high")
+        assert tn.get_float32_matmul_precision() == "high"
+        with pytest.warns(UserWarning, match="has no effect"):
+            tn.set_float32_matmul_precision("fast")
+        assert tn.get_float32_matmul_precision() == "high"
+    finally:
+        tn.set_float32_matmul_precision("highest")

@@ -46,8 +46,8 @@ from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, rou
     unflatten, unique, unsqueeze, var, var_mean, vstack, where, xlogy,
 )
 from .devices import device
-from . import accelerator
-from .threads import get_num_threads, set_num_threads
+from . import accelerator, linalg
+from .threads import get_float32_matmul_precision, get_num_threads, set_float32_matmul_precision, set_num_threads
 from .type_info import finfo, iinfo
 from .printing import get_printoptions, printoptions, set_printoptions
 from .size import Size

@@ -90,6 +90,21 @@ def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, r
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
+def new(self: Tensor, *data: Any) -> Tensor:
+    """PyTorch's legacy ``x.new(...)``: ``x.new(2, 3)`` (or a Size) a zero-filled tensor of that size,
+    ``x.new([1, 2])`` a tensor of those values, ``x.new()`` an empty one; this tensor's dtype and device."""
+    from .size import Size
+    from .tensor import tensor
+    if len(data) == 1 and isinstance(data[0], Size):
+        data = tuple(data[0])
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in data):
+        return creation.zeros(data or (0,), dtype=self.dtype, device=self.device)
+    if len(data) == 1:
+        return tensor(data[0], dtype=self.dtype, device=self.device)
+    raise TypeError(f"new(): expected sizes (ints) or one sequence of values, got "
+                    f"({', '.join(type(d).__name__ for d in data)})")
+
+
 def _new(make: Callable) -> Callable:
     def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                **kwargs: Any) -> Tensor:
@@ -244,7 +259,7 @@ METHODS: dict[str, Callable] = {
     "contiguous": contiguous, "clone": clone, "unfold": rearrange.unfold, "rot90": rearrange.rot90,
     "split_with_sizes": shape.split, "msort": msort,
     # new tensors like this one
-    "new_tensor": new_tensor, "new_zeros": _new(creation.zeros), "new_ones": _new(creation.ones),
+    "new": new, "new_tensor": new_tensor, "new_zeros": _new(creation.zeros), "new_ones": _new(creation.ones),
     "new_empty": _new(creation.empty), "new_full": new_full,
     # memory and type
     "stride": stride, "storage_offset": storage_offset, "data_ptr": data_ptr, "is_complex": is_complex,
