@@ -320,6 +320,14 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return arithmetic.add(input, arithmetic.mul(arithmetic.div(tensor1, tensor2), value))
 
 
+def require_tensors(op: str, input: Any, other: Any) -> None:  # noqa: A002
+    """PyTorch's TypeError for the two-tensor functions (``atan2``, ``hypot``, ``logaddexp``) given a number."""
+    for position, (name, value) in enumerate((("input", input), ("other", other)), start=1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 class Logaddexp(Function):
     """``log(exp(a) + exp(b))`` without overflow: ``max(a, b) + log1p(exp(-|a - b|))``; equal arguments
     (infinities too) give ``a + log(2)``. Each gradient is a logistic weight: ``1 / (1 + exp(b - a))``."""
@@ -343,10 +351,7 @@ class Logaddexp(Function):
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """``log(exp(input) + exp(other))``, elementwise and broadcast, for float tensors."""
-    for position, (name, value) in enumerate((("input", input), ("other", other)), start=1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"logaddexp(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
+    require_tensors("logaddexp", input, other)
     input, other = promote(input, other)
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{dtypes.type_name(input.dtype)}\'')

@@ -15,7 +15,7 @@ from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from . import arithmetic
 from .elementwise import _floating
-from .pointwise import Pointwise, _float_function
+from .pointwise import Pointwise, _float_function, require_tensors
 from .promotion import promote
 
 
@@ -112,17 +112,10 @@ class Hypot(Function):
         return scale * a, scale * b
 
 
-def _two_tensors(op: str, input: Any, other: Any) -> None:  # noqa: A002
-    for position, (name, value) in enumerate((("input", input), ("other", other)), start=1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
-
-
 def atan2(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002  (PyTorch's argument names)
     """The angle in radians of the point ``(other, input)``, in ``[-pi, pi]``, elementwise and broadcast
     (integers give the default float dtype)."""
-    _two_tensors("atan2", input, other)
+    require_tensors("atan2", input, other)
     return Atan2.apply(*promote(input, other, floating=True))
 
 
@@ -131,7 +124,7 @@ arctan2 = atan2
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """``sqrt(input² + other²)`` elementwise and broadcast, for float tensors (as PyTorch)."""
-    _two_tensors("hypot", input, other)
+    require_tensors("hypot", input, other)
     input, other = promote(input, other)
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"hypot_cpu" not implemented for \'{dtypes.type_name(input.dtype)}\'')
