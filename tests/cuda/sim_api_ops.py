@@ -27,7 +27,8 @@ import test_api_statistics  # noqa: E402
 import test_api_tensor  # noqa: E402
 
 MODULES = [test_api_indexing, test_api_linalg, test_api_math, test_api_pointwise, test_api_products,
-           test_api_reductions, test_api_runtime, test_api_selection, test_api_shape, test_api_statistics, test_api_tensor]
+           test_api_reductions, test_api_runtime, test_api_selection, test_api_shape, test_api_statistics,
+           test_api_tensor]
 
 # The same tests, collected here under their module's name (two modules may name a test alike).
 for _module in MODULES:
