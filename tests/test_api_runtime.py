@@ -6,6 +6,7 @@ switches scripts set.
 import threading
 
 import numba
+import numpy as np
 import pytest
 from api_compare import check, torch
 
@@ -193,3 +194,44 @@ def test_out_of_two_argument_functions(name, device):
         return getattr(lib, name)(make(first), make(second), out=out) is out, out
 
     check(case, device)
+
+
+FILLS = [("exponential_", (2.0,), 0.5, 0.25), ("geometric_", (0.25,), 4.0, 12.0), ("log_normal_", (0.0, 0.5),
+         float(np.exp(0.125)), float((np.exp(0.25) - 1) * np.exp(0.25))), ("random_", (3,), 1.0, 2 / 3),
+         ("random_", (-2, 2), -0.5, 1.25)]
+
+
+@pytest.mark.parametrize("name, arguments, mean, variance", FILLS)
+def test_random_fills_draw_pytorchs_distributions(name, arguments, mean, variance, device):
+    x = tn.empty(20_000, dtype=tn.float64, device=device)
+    tn.manual_seed(3)
+    assert getattr(x, name)(*arguments) is x and x._version == 1
+    samples = x.numpy()
+    assert abs(samples.mean() - mean) < 5 * np.sqrt(variance / samples.size)  # five standard errors
+    assert abs(samples.var() - variance) < 0.1 * variance
+    tn.manual_seed(3)
+    assert np.array_equal(getattr(tn.empty(20_000, dtype=tn.float64, device=device), name)(*arguments).numpy(), samples)
+    if name == "random_":  # the same values can come out, as in PyTorch
+        theirs = getattr(torch.empty(20_000, dtype=torch.float64), name)(*arguments).numpy()
+        assert np.array_equal(np.unique(theirs), np.unique(samples))
+
+
+def test_cauchy_and_integer_fills(device):
+    x = tn.empty(20_000, device=device).cauchy_(1.0, 2.0, generator=tn.Generator().manual_seed(0))
+    assert abs(float(np.median(x.numpy())) - 1.0) < 0.1  # a Cauchy has no mean: its median is the location
+    assert abs(float(np.percentile(x.numpy(), 75)) - 3.0) < 0.15  # median + scale
+    ints = tn.empty(1000, dtype=tn.int64, device=device).random_()
+    assert ints.dtype == tn.int64 and ints.numpy().min() >= 0 and ints.numpy().max() > 2 ** 60
+    assert set(tn.empty(500, dtype=tn.bool, device=device).random_().tolist()) == {False, True}
+
+
+@pytest.mark.parametrize("call", [lambda t, lib: t.exponential_(0), lambda t, lib: t.geometric_(1.5),
+                                  lambda t, lib: t.cauchy_(0, -1), lambda t, lib: t.log_normal_(0, -1),
+                                  lambda t, lib: t.random_(5, 2),
+                                  lambda t, lib: lib.empty(3, dtype=lib.uint8).random_(300)])
+def test_random_fills_refuse_what_pytorch_refuses(call):
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch.empty(3), torch)
+    with pytest.raises(RuntimeError) as ours:
+        call(tn.empty(3), tn)
+    assert str(ours.value).replace("tinynorm.uint8", "unsigned char") == str(theirs.value)

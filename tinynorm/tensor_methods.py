@@ -20,6 +20,7 @@ from .ops import (
 )
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
+from .random_fills import FILLS
 from .tensor import Tensor
 
 
@@ -287,12 +288,14 @@ IN_PLACE = [
 
 
 def install(cls: type) -> None:
-    """Attach the methods of :data:`METHODS`, the properties of :data:`PROPERTIES` and the in-place
-    variants of :data:`IN_PLACE` to ``cls``."""
+    """Attach the methods of :data:`METHODS`, the properties of :data:`PROPERTIES`, the in-place
+    variants of :data:`IN_PLACE` and the random fills of :mod:`tinynorm.random_fills` to ``cls``."""
     for name, function in METHODS.items():
         setattr(cls, name, function)
     for name, attribute in PROPERTIES.items():
         setattr(cls, name, attribute)
+    for name, fill in FILLS.items():
+        setattr(cls, name, fill)
     for name in IN_PLACE:
         setattr(cls, name + "_", _in_place(METHODS[name], name + "_"))
     cls.float_power_ = float_power_
