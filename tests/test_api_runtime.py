@@ -217,7 +217,7 @@ def test_random_fills_draw_pytorchs_distributions(name, arguments, mean, varianc
 
 
 def test_cauchy_and_integer_fills(device):
-    x = tn.empty(20_000, device=device).cauchy_(1.0, 2.0, generator=tn.Generator().manual_seed(0))
+    x = tn.empty(20_000, device=device).cauchy_(1.0, 2.0, generator=tn.Generator(device).manual_seed(0))
     assert abs(float(np.median(x.numpy())) - 1.0) < 0.1  # a Cauchy has no mean: its median is the location
     assert abs(float(np.percentile(x.numpy(), 75)) - 3.0) < 0.15  # median + scale
     ints = tn.empty(1000, dtype=tn.int64, device=device).random_()
