@@ -26,7 +26,7 @@ Point = namedtuple("Point", ["x", "label"])
 def plain(value):
     """A batch from either library as plain Python/numpy values, keeping container types and dtypes."""
     if isinstance(value, tn.Tensor):
-        return ("tensor", str(value.dtype), value.numpy().tolist())
+        return ("tensor", str(value.dtype).replace("tinynorm.", ""), value.numpy().tolist())
     if type(value).__module__.startswith("torch") and hasattr(value, "numpy"):
         return ("tensor", str(value.dtype).replace("torch.", ""), value.numpy().tolist())
     if isinstance(value, dict):

@@ -141,8 +141,8 @@ def test_reductions(name, shape, dk, seed):
     # the unbiased variance of one value is undefined (nan), as in PyTorch
     assume(name not in ("var", "std") or np.prod([shape[d] for d in reduced]) >= 2)
     fn = {"sum": lambda t: t.sum(dim, keepdim), "mean": lambda t: t.mean(dim, keepdim),
-          "var": lambda t: t.var(dim, keepdim), "std": lambda t: t.std(dim, keepdim),
-          "var0": lambda t: t.var(dim, keepdim, correction=0),
+          "var": lambda t: t.var(dim, keepdim=keepdim), "std": lambda t: t.std(dim, keepdim=keepdim),
+          "var0": lambda t: t.var(dim, keepdim=keepdim, correction=0),
           "amax": lambda t: t.amax(dim, keepdim), "amin": lambda t: t.amin(dim, keepdim)}[name]
     assert gradcheck(fn, x)
 

@@ -262,7 +262,7 @@ def _scalar(value: Any, op: str, name: str) -> Any:
     """A real number given as a Python/numpy number or a one-element tensor."""
     if isinstance(value, Tensor):
         if value.numel() != 1:
-            raise ValueError(f"{op}: {name} must be a number or a 0-dimensional tensor, got shape {value.shape}")
+            raise ValueError(f"{op}: {name} must be a number or a 0-dimensional tensor, got shape {tuple(value.array.shape)}")
         value = value.item()
     if not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__} ({value!r})")
@@ -298,6 +298,6 @@ def write_out(out: Tensor | None, result: Tensor, op: str) -> Tensor:
     elif out.numel() == 0:
         out.data = result
     else:
-        raise RuntimeError(f"{op}: out has shape {out.shape} but the result has shape {result.shape}; pass an out "
+        raise RuntimeError(f"{op}: out has shape {tuple(out.array.shape)} but the result has shape {tuple(result.array.shape)}; pass an out "
                            "of that shape or an empty one")
     return out

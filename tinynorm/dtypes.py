@@ -6,23 +6,64 @@ from typing import Any
 
 import numpy as np
 
-float16 = np.dtype("float16")
-float32 = np.dtype("float32")
-float64 = np.dtype("float64")
-int8 = np.dtype("int8")
-int16 = np.dtype("int16")
-int32 = np.dtype("int32")
-int64 = np.dtype("int64")
-uint8 = np.dtype("uint8")
-bool_ = np.dtype("bool")
+
+class DType:
+    """The type of a tensor's elements, as ``torch.dtype``: one object per type (``tinynorm.float32``,
+    ``tinynorm.int64``, ...), printed as ``tinynorm.float32``.
+
+    Each stands for a numpy dtype, which numpy reads from its ``dtype`` attribute, so it goes wherever
+    numpy takes a dtype (``np.zeros(3, tinynorm.float32)``, ``array.astype(t.dtype)``). It compares and
+    hashes equal to that numpy dtype (``t.dtype == np.float32``) and has numpy's ``kind``, ``itemsize``,
+    ``name``, ``type``, ``str``, ``char`` and PyTorch's ``is_floating_point``, ``is_signed``,
+    ``is_complex``. Tensors report theirs with :func:`of`.
+    """
+
+    __slots__ = ("dtype", "kind", "itemsize", "name", "type", "str", "char", "is_floating_point", "is_signed",
+                 "is_complex")
+
+    def __init__(self, name: str) -> None:
+        numpy_dtype = np.dtype(name)
+        self.dtype, self.kind, self.itemsize, self.name = numpy_dtype, numpy_dtype.kind, numpy_dtype.itemsize, name
+        self.type, self.str, self.char = numpy_dtype.type, numpy_dtype.str, numpy_dtype.char
+        self.is_floating_point, self.is_signed, self.is_complex = self.kind == "f", self.kind in "fi", False
+
+    def __repr__(self) -> str:
+        return f"tinynorm.{self.name}"
+
+    def __eq__(self, other: Any) -> builtins.bool:
+        if type(other) is DType:
+            return other is self
+        if isinstance(other, (np.dtype, type, builtins.str)):  # numpy dtypes, scalar types and names
+            try:
+                return self.dtype == np.dtype(other)
+            except TypeError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> builtins.int:
+        return hash(self.dtype)  # as the numpy dtype's, which it equals
+
+    def __reduce__(self) -> builtins.str:
+        return self.name  # pickled as the module-level name: one object per dtype, also after loading
+
+
+float16, float32, float64 = DType("float16"), DType("float32"), DType("float64")
+int8, int16, int32, int64, uint8 = DType("int8"), DType("int16"), DType("int32"), DType("int64"), DType("uint8")
+bool_ = DType("bool")
 # PyTorch's aliases; ``tinynorm.int`` and ``tinynorm.bool`` are dtypes, as ``torch.int`` and ``torch.bool``.
 half, float, double, short, int, long, bool = float16, float32, float64, int16, int32, int64, bool_
 
 SUPPORTED = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+_OF = {d.dtype: d for d in SUPPORTED}
 _default = float32
 
 
-def get_default_dtype() -> np.dtype:
+def of(numpy_dtype: np.dtype) -> DType:
+    """The :class:`DType` of a backend array's numpy dtype (``Tensor.dtype``)."""
+    return _OF.get(numpy_dtype) or DType(np.dtype(numpy_dtype).name)
+
+
+def get_default_dtype() -> DType:
     """The floating-point dtype of tensors made from Python floats (float32 unless changed)."""
     return _default
 
@@ -36,15 +77,21 @@ def set_default_dtype(dtype: Any) -> None:
     _default = dtype
 
 
-def as_dtype(dtype: Any) -> np.dtype:
-    """``dtype`` (a tinynorm/numpy dtype, a numpy scalar type or a name) as an ``np.dtype``."""
+def as_dtype(dtype: Any) -> DType:
+    """``dtype`` (a tinynorm or numpy dtype, a numpy scalar type, or a name such as ``'float32'`` or
+    ``'tinynorm.float32'``) as a :class:`DType`; TypeError for anything else and for dtypes tinynorm
+    has no kernels for."""
+    if type(dtype) is DType:
+        return dtype
+    if isinstance(dtype, builtins.str):
+        dtype = dtype.removeprefix("tinynorm.")
     try:
-        result = np.dtype(dtype)
+        numpy_dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"dtype must be a dtype such as tinynorm.float32, got {dtype!r}") from None
-    if result not in SUPPORTED:
-        raise TypeError(f"unsupported dtype {result}; tinynorm supports {', '.join(map(str, SUPPORTED))}")
-    return result
+    if numpy_dtype not in _OF:
+        raise TypeError(f"unsupported dtype {numpy_dtype}; tinynorm supports {', '.join(map(builtins.str, SUPPORTED))}")
+    return _OF[numpy_dtype]
 
 
 def is_floating(dtype: np.dtype) -> bool:
@@ -63,29 +110,31 @@ def category(dtype: np.dtype) -> int:
     return _FLOATING if dtype.kind == "f" else _BOOL if dtype.kind == "b" else _INTEGER
 
 
-def promote_types(a: Any, b: Any) -> np.dtype:
+def promote_types(a: Any, b: Any) -> DType:
     """The smallest dtype both ``a`` and ``b`` convert to (``torch.promote_types``): within a category
     numpy's rule (int8 with uint8 is int16), across categories the higher one's dtype (int64 with
     float16 is float16)."""
-    a, b = np.dtype(a), np.dtype(b)
-    if a == b:
+    a, b = as_dtype(a), as_dtype(b)
+    if a is b:
         return a
     category_a, category_b = category(a), category(b)
     if category_a != category_b:
         return a if category_a > category_b else b
-    return np.promote_types(a, b)
+    return of(np.promote_types(a.dtype, b.dtype))
 
 
-def _scalar_dtype(value: Any) -> np.dtype:
+def _scalar_dtype(value: Any) -> DType:
     """The dtype PyTorch gives a Python (or numpy) number taking part in arithmetic with a tensor."""
     if isinstance(value, (builtins.bool, np.bool_)):
         return bool_
     if isinstance(value, (builtins.int, np.integer)):
         return int64
-    return get_default_dtype()
+    if isinstance(value, (builtins.float, np.floating)):
+        return get_default_dtype()
+    raise TypeError(f"unsupported operand of type {type(value).__name__}: expected a tensor, a number or a numpy array")
 
 
-def result_type(*operands: Any) -> np.dtype:
+def result_type(*operands: Any) -> DType:
     """The dtype of an elementwise op on ``operands`` (tensors, arrays and numbers), as ``torch.result_type``.
 
     Operands with dimensions decide; zero-dim tensors count only if they are of a higher category (bool <
@@ -103,10 +152,10 @@ def result_type(*operands: Any) -> np.dtype:
             dimensioned = dtype if dimensioned is None else promote_types(dimensioned, dtype)
         else:
             zero_dim = dtype if zero_dim is None else promote_types(zero_dim, dtype)
-    return _combine(dimensioned, _combine(zero_dim, number))
+    return as_dtype(_combine(dimensioned, _combine(zero_dim, number)))
 
 
-def _combine(higher: np.dtype | None, lower: np.dtype | None) -> np.dtype | None:
+def _combine(higher: Any, lower: Any) -> Any:
     """``higher``'s dtype, unless ``lower`` is of a higher category (then the two promoted)."""
     if higher is None:
         return lower

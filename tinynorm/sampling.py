@@ -182,7 +182,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     and categories of weight zero come last, in index order, once the others are exhausted."""
     _check_tensor(input, "multinomial")
     if input.ndim not in (1, 2):
-        raise RuntimeError(f"multinomial: input must be 1- or 2-dimensional, got shape {input.shape}")
+        raise RuntimeError(f"multinomial: input must be 1- or 2-dimensional, got shape {tuple(input.array.shape)}")
     if not dtypes.is_floating(input.dtype):
         raise TypeError(f"multinomial: input must be a floating-point tensor of weights, got dtype {input.dtype}")
     num_samples = _integer(num_samples, "multinomial", "num_samples")

@@ -11,19 +11,25 @@ Memory can be shared, as in PyTorch: a view (``view``, ``reshape`` where possibl
 op (``add_``, ``+=``, ``x[i] = v``) writes into it, so every tensor sharing that memory sees the change.
 Tensors that share memory share one :class:`VersionCounter`, which each in-place write bumps; autograd
 uses it to refuse gradients computed from values that have changed since (``docs/autograd.md``).
+
+This file says what a tensor is: its state, attributes, conversions, autograd and operators. The many
+methods that are ops with the tensor first (``x.sum(1)``, ``x.gather(1, i)``, ``x.sin_()``) are listed
+family by family in :mod:`tinynorm.tensor_methods`, which attaches them to the class below.
 """
 from __future__ import annotations
 
-from collections import namedtuple
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, printing
 from .backends import canonical_device, get_backend
+from .devices import CPU, device, tensor_device
+from .size import Size, as_size
 
 Shape = tuple[int, ...]
-MinMax = namedtuple("MinMax", ["values", "indices"])
+_Device = device  # the class: Tensor has an attribute of the same name
 
 
 class VersionCounter:
@@ -44,9 +50,19 @@ class Tensor:
                  "__weakref__")
     __array_priority__ = 1000  # numpy defers to Tensor's operators: ndarray * Tensor -> Tensor
 
-    def __init__(self, data: Any, requires_grad: bool = False, device: str = "cpu") -> None:
-        self.array = data
-        self.device = device
+    def __init__(self, *data: Any, requires_grad: bool = False, device: Any = CPU) -> None:
+        """``Tensor(array)`` wraps a backend array as it is (``Parameter`` builds on this), ``Tensor(t)``
+        shares a tensor's memory. Otherwise it is PyTorch's legacy constructor: ``Tensor([1, 2])`` copies
+        values into the default float dtype, ``Tensor(2, 3)`` and ``Tensor()`` make zero-filled tensors
+        of that size (PyTorch's are uninitialized)."""
+        if len(data) == 1 and isinstance(data[0], Tensor):
+            self.array, device = data[0].array, data[0].device  # as PyTorch's Tensor(other): the same memory
+        elif len(data) == 1 and isinstance(getattr(data[0], "shape", None), tuple) and hasattr(data[0], "dtype") \
+                and not isinstance(data[0], np.generic):
+            self.array = data[0]
+        else:
+            self.array = _legacy_values(data, device).array
+        self.device = device if type(device) is _Device else tensor_device(canonical_device(device))
         self.grad: Tensor | None = None
         self.grad_fn = None
         self._accumulator = None
@@ -57,11 +73,12 @@ class Tensor:
             self.requires_grad_(True)
 
     @staticmethod
-    def _from_array(data: Any, device: str = "cpu") -> "Tensor":
-        """Wrap a backend array without checks or copies (the fast path used by ops)."""
+    def _from_array(data: Any, device: str = CPU) -> "Tensor":
+        """Wrap a backend array without checks or copies (the fast path used by ops); ``device`` is a
+        :class:`tinynorm.device` (ops pass their inputs'), or a device name."""
         tensor = object.__new__(Tensor)
         tensor.array = data
-        tensor.device = device
+        tensor.device = device if type(device) is _Device else tensor_device(canonical_device(device))
         tensor.grad = None
         tensor.grad_fn = None
         tensor._accumulator = None
@@ -90,16 +107,18 @@ class Tensor:
         return get_backend(self.device)
 
     @property
-    def shape(self) -> Shape:
-        return self.array.shape
+    def shape(self) -> Size:
+        """The size of each dim, as a :class:`tinynorm.Size` (inside tinynorm, ``t.array.shape`` is cheaper)."""
+        return as_size(self.array.shape)
 
     @property
     def ndim(self) -> int:
         return self.array.ndim
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.array.dtype
+    def dtype(self) -> dtypes.DType:
+        """The type of the elements (``tinynorm.float32``); inside tinynorm, ``t.array.dtype`` is numpy's."""
+        return dtypes.of(self.array.dtype)
 
     @property
     def is_leaf(self) -> bool:
@@ -123,19 +142,73 @@ class Tensor:
     def _is_view(self) -> bool:
         return self._view is not None
 
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def mT(self) -> "Tensor":  # noqa: N802  (PyTorch's name)
+        """The last two dims swapped (a view): the matrix transpose of each matrix in a batch."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                               f"tensor.")
+        return _ops.transpose(self, -2, -1)
+
+    @property
+    def mH(self) -> "Tensor":  # noqa: N802
+        """The conjugate transpose of each matrix; tinynorm's tensors are real, so this is :attr:`mT`."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                               f"tensor.")
+        return _ops.transpose(self, -2, -1)
+
+    @property
+    def H(self) -> "Tensor":  # noqa: N802
+        """The conjugate transpose of a matrix (2-D only); of a real one, its transpose."""
+        if self.ndim == 0:
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+            return _ops.permute(self, ())
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return _ops.transpose(self, 0, 1)
+
+    def adjoint(self) -> "Tensor":
+        """The conjugate transpose of each matrix (a view): for real tensors, :attr:`mT`."""
+        return self.mH
+
     def size(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
+        """The shape, or the size of dim ``dim`` (which may count from the end)."""
+        if dim is None:
+            return self.shape
+        if self.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return self.array.shape[normalize_dim(dim, self.ndim, "size")]
 
     def dim(self) -> int:
         return self.ndim
 
+    ndimension = dim
+
     def numel(self) -> int:
         return int(self.array.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """The size of one element in bytes."""
+        return self.array.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.array.dtype.kind == "f"
 
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
+        return self.array.shape[0]
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the elements lie in memory in row-major order, back to back."""
+        return self._backend.is_contiguous(self.array)
 
     # ------------------------------------------------------------------------------- interop
     def numpy(self) -> np.ndarray:
@@ -160,37 +233,43 @@ class Tensor:
 
     def item(self) -> Any:
         if self.numel() != 1:
-            raise ValueError(f"item(): only a one-element tensor can be converted, got shape {self.shape}")
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar (item() needs "
+                               f"one element, got shape {tuple(self.array.shape)})")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self) -> Any:
+        """The one value for ``float(t)``/``int(t)``: ValueError for more, as in PyTorch (``item()`` raises RuntimeError)."""
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars, got shape "
+                             f"{tuple(self.array.shape)}")
+        return self.item()
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise ValueError(
-                f"the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()"
-            )
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous; use .any() or .all()")
         return bool(self.item())
 
+    def __index__(self) -> int:
+        if self.numel() != 1 or self.dtype.kind not in "biu":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4)
-        extras = []
-        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
-            extras.append(f"dtype={self.dtype}")
-        if self.device != "cpu":
-            extras.append(f"device='{self.device}'")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + ", ".join([body] + extras) + ")"
+        """PyTorch's text for a tensor: ``tensor([1.0000, 2.5000], requires_grad=True)`` (see :mod:`.printing`)."""
+        return printing.tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.3f}"``: a 0-d tensor formats as its value, as in PyTorch."""
+        return printing.tensor_format(self, spec)
 
     # ------------------------------------------------------------------------------ autograd
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -306,25 +385,29 @@ class Tensor:
         return self.grad_fn is not None and any(getattr(hook, "retains_grad", False) for hook in self.grad_fn.hooks)
 
     # ----------------------------------------------------------------------- dtype and device
-    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> "Tensor":
-        """``to(dtype)``, ``to(device)`` or both; returns ``self`` when nothing changes."""
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           copy: bool = False) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other)`` (its dtype and device);
+        returns ``self`` when nothing changes (unless ``copy``)."""
         for arg in args:
-            if isinstance(arg, str):
+            if isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, (str, int)) and not isinstance(arg, bool):
                 device = arg
             else:
                 dtype = arg
         result = self
         if dtype is not None and dtypes.as_dtype(dtype) != self.dtype:
             result = _ops.cast(result, dtypes.as_dtype(dtype))
-        if device is not None and canonical_device(device) != self.device:
+        if device is not None and canonical_device(_Device(device)) != self.device:
             result = _ops.to_device(result, resolve_device(device))
-        return result
+        return _ops.clone(result) if copy and result is self else result
 
     def cpu(self) -> "Tensor":
         return self.to("cpu")
 
-    def cuda(self) -> "Tensor":
-        return self.to("cuda")
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> "Tensor":
+        return self.to("cuda" if device is None else _Device("cuda", device) if isinstance(device, int) else device)
 
     def float(self) -> "Tensor":
         return self.to(dtypes.float32)
@@ -338,8 +421,37 @@ class Tensor:
     def long(self) -> "Tensor":
         return self.to(dtypes.int64)
 
+    def int(self) -> "Tensor":
+        return self.to(dtypes.int32)
+
+    def short(self) -> "Tensor":
+        return self.to(dtypes.int16)
+
+    def char(self) -> "Tensor":
+        return self.to(dtypes.int8)
+
+    def byte(self) -> "Tensor":
+        return self.to(dtypes.uint8)
+
+    def bool(self) -> "Tensor":
+        return self.to(dtypes.bool_)
+
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
+
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        """Without ``dtype``, the type's name (``'tinynorm.FloatTensor'``, ``'tinynorm.cuda.FloatTensor'``);
+        with one (a dtype or such a name, ``torch.`` or ``tinynorm.``), the tensor converted to it."""
+        if dtype is None:
+            place = "cuda." if self.device.type == "cuda" else ""
+            return f"tinynorm.{place}{dtypes.type_name(self.dtype)}Tensor"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            name = dtype.rsplit(".", 1)[-1][:-len("Tensor")]
+            by_name = {value: np.dtype(key) for key, value in dtypes._TYPE_NAMES.items()}
+            if name not in by_name:
+                raise ValueError(f"type(): invalid type {dtype!r}")
+            return self.to(by_name[name], device="cuda" if ".cuda." in dtype else "cpu")
+        return self.to(dtypes.as_dtype(dtype))
 
     # -------------------------------------------------------------------------------- in place
     # Each writes into this tensor's memory and returns the tensor itself; ``tinynorm.ops.inplace`` says
@@ -353,8 +465,12 @@ class Tensor:
     def mul_(self, other: Any) -> "Tensor":
         return _inplace.arithmetic_(self, "multiply", other)
 
-    def div_(self, other: Any) -> "Tensor":
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
+        if rounding_mode is not None:
+            return _inplace.modify(self, lambda t, o: _ops.div(t, o, rounding_mode=rounding_mode), other)
         return _inplace.arithmetic_(self, "true_divide", other)
+
+    divide_ = div_
 
     def pow_(self, exponent: Any) -> "Tensor":
         return _inplace.arithmetic_(self, "power", exponent)
@@ -440,6 +556,21 @@ class Tensor:
     def __imatmul__(self, other: Any) -> "Tensor":
         return _inplace.modify(self, _ops.matmul, other)
 
+    def __ifloordiv__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.floor_divide, other)
+
+    def __imod__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.remainder, other)
+
+    def __iand__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.bitwise_and, other)
+
+    def __ior__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.bitwise_or, other)
+
+    def __ixor__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.bitwise_xor, other)
+
     # ------------------------------------------------------------------------------ operators
     def __add__(self, other: Any) -> "Tensor":
         return _ops.add(self, other)
@@ -460,10 +591,10 @@ class Tensor:
         return _ops.mul(other, self)
 
     def __truediv__(self, other: Any) -> "Tensor":
-        return _ops.div(self, other)
+        return _ops.true_divide(self, other)
 
     def __rtruediv__(self, other: Any) -> "Tensor":
-        return _ops.div(other, self)
+        return _ops.true_divide(other, self)
 
     def __pow__(self, exponent: Any) -> "Tensor":
         return _ops.pow(self, exponent)
@@ -471,8 +602,46 @@ class Tensor:
     def __rpow__(self, base: Any) -> "Tensor":
         return _ops.pow(base, self)
 
+    def __floordiv__(self, other: Any) -> "Tensor":
+        return _ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> "Tensor":
+        return _ops.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> "Tensor":
+        return _ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> "Tensor":
+        return _ops.remainder(other, self)
+
+    def __and__(self, other: Any) -> "Tensor":
+        return _ops.bitwise_and(self, other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> "Tensor":
+        return _ops.bitwise_or(self, other)
+
+    __ror__ = __or__
+
+    def __xor__(self, other: Any) -> "Tensor":
+        return _ops.bitwise_xor(self, other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> "Tensor":
+        if self.array.dtype.kind not in "biu":
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        return _ops.bitwise_not(self)
+
     def __neg__(self) -> "Tensor":
         return _ops.neg(self)
+
+    def __pos__(self) -> "Tensor":
+        return self
+
+    def __abs__(self) -> "Tensor":
+        return _ops.abs(self)
 
     def __matmul__(self, other: Any) -> "Tensor":
         return _ops.matmul(self, other)
@@ -484,176 +653,56 @@ class Tensor:
         return _ops.getitem(self, index)
 
     def __lt__(self, other: Any) -> "Tensor":
-        return _ops.compare("less", self, other)
+        return _ops.lt(self, other)
 
     def __le__(self, other: Any) -> "Tensor":
-        return _ops.compare("less_equal", self, other)
+        return _ops.le(self, other)
 
     def __gt__(self, other: Any) -> "Tensor":
-        return _ops.compare("greater", self, other)
+        return _ops.gt(self, other)
 
     def __ge__(self, other: Any) -> "Tensor":
-        return _ops.compare("greater_equal", self, other)
+        return _ops.ge(self, other)
 
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return _ops.compare("equal", self, other)
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented  # ``t == None`` is False, as in PyTorch
+        return _ops.eq(self, other)
 
     def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return _ops.compare("not_equal", self, other)
+        if not isinstance(other, _COMPARABLE):
+            return NotImplemented
+        return _ops.ne(self, other)
+
+    def __contains__(self, element: Any) -> bool:
+        """``value in t``: whether any element equals ``value`` (a number or a tensor), as in PyTorch."""
+        if not isinstance(element, _COMPARABLE):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool(_ops.eq(self, element).any())
+
+    def __iter__(self) -> Any:
+        """The slices along dim 0 (views), as ``unbind(0)``."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_ops.unbind(self, 0))
 
     __hash__ = object.__hash__
 
-    # --------------------------------------------------------------------- methods -> ops
-    def exp(self) -> "Tensor":
-        return _ops.exp(self)
 
-    def log(self) -> "Tensor":
-        return _ops.log(self)
-
-    def sqrt(self) -> "Tensor":
-        return _ops.sqrt(self)
-
-    def rsqrt(self) -> "Tensor":
-        return _ops.rsqrt(self)
-
-    def abs(self) -> "Tensor":
-        return _ops.abs(self)
-
-    def tanh(self) -> "Tensor":
-        return _ops.tanh(self)
-
-    def sigmoid(self) -> "Tensor":
-        return _ops.sigmoid(self)
-
-    def relu(self) -> "Tensor":
-        return _ops.relu(self)
-
-    def clamp(self, min: float | None = None, max: float | None = None) -> "Tensor":  # noqa: A002
-        return _ops.clamp(self, min, max)
-
-    def pow(self, exponent: Any) -> "Tensor":
-        return _ops.pow(self, exponent)
-
-    def matmul(self, other: Any) -> "Tensor":
-        return _ops.matmul(self, other)
-
-    def sum(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> "Tensor":
-        return _ops.sum(self, dim, keepdim, **numpy_names)
-
-    def mean(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> "Tensor":
-        return _ops.mean(self, dim, keepdim, **numpy_names)
-
-    def var(self, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> "Tensor":
-        return _ops.var(self, dim, keepdim, correction=correction, **numpy_names)
-
-    def std(self, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> "Tensor":
-        return _ops.std(self, dim, keepdim, correction=correction, **numpy_names)
-
-    def amax(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> "Tensor":
-        return _ops.amax(self, dim, keepdim, **numpy_names)
-
-    def amin(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> "Tensor":
-        return _ops.amin(self, dim, keepdim, **numpy_names)
-
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        return _ops.max(self, dim, keepdim)
-
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        return _ops.min(self, dim, keepdim)
-
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
-        return _ops.argmax(self, dim, keepdim)
-
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
-        return _ops.argmin(self, dim, keepdim)
-
-    def any(self) -> bool:
-        return bool(self.numpy().any())
-
-    def all(self) -> bool:
-        return bool(self.numpy().all())
-
-    def softmax(self, dim: int) -> "Tensor":
-        return _ops.softmax(self, dim)
-
-    def log_softmax(self, dim: int) -> "Tensor":
-        return _ops.log_softmax(self, dim)
-
-    # -------------------------------------------------------------------- shape (views where possible)
-    def reshape(self, *shape: Any) -> "Tensor":
-        """This tensor in another shape: a view of the same memory when the strides allow it, else a copy."""
-        return _ops.reshape(self, _shape_args(shape))
-
-    def view(self, *shape: Any) -> "Tensor":
-        """A view of the same memory in another shape; RuntimeError when the strides do not allow one
-        (then use :meth:`reshape`, which copies)."""
-        return _ops.view(self, _shape_args(shape))
-
-    def view_as(self, other: "Tensor") -> "Tensor":
-        return self.view(other.shape)
-
-    def reshape_as(self, other: "Tensor") -> "Tensor":
-        return self.reshape(other.shape)
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
-        return _ops.flatten(self, start_dim, end_dim)
-
-    def transpose(self, dim0: int, dim1: int) -> "Tensor":
-        return _ops.transpose(self, dim0, dim1)
-
-    def t(self) -> "Tensor":
-        """The transpose of a tensor of at most 2 dims (a view)."""
-        return _ops.t(self)
-
-    @property
-    def mT(self) -> "Tensor":  # noqa: N802  (PyTorch's name)
-        """The last two dims swapped (a view): the matrix transpose of each matrix in a batch."""
-        return _ops.transpose(self, -2, -1)
-
-    def permute(self, *dims: Any) -> "Tensor":
-        return _ops.permute(self, _shape_args(dims))
-
-    def unsqueeze(self, dim: int) -> "Tensor":
-        return _ops.unsqueeze(self, dim)
-
-    def squeeze(self, dim: Any = None) -> "Tensor":
-        return _ops.squeeze(self, dim)
-
-    def expand(self, *shape: Any) -> "Tensor":
-        return _ops.expand(self, _shape_args(shape))
-
-    def expand_as(self, other: "Tensor") -> "Tensor":
-        return _ops.expand(self, other.shape)
-
-    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
-        return _ops.narrow(self, dim, start, length)
-
-    def unbind(self, dim: int = 0) -> tuple["Tensor", ...]:
-        return _ops.unbind(self, dim)
-
-    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple["Tensor", ...]:
-        return _ops.split(self, split_size_or_sections, dim)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple["Tensor", ...]:
-        return _ops.chunk(self, chunks, dim)
-
-    def is_contiguous(self) -> bool:
-        """Whether the elements lie in memory in row-major order, back to back."""
-        return self._backend.is_contiguous(self.array)
-
-    def contiguous(self) -> "Tensor":
-        """This tensor if it is contiguous, else a contiguous copy (recorded by autograd)."""
-        return self if self.is_contiguous() else _ops.clone(self, contiguous=True)
-
-    def clone(self) -> "Tensor":
-        return _ops.clone(self)
+_COMPARABLE = (Tensor, int, float, np.ndarray, np.generic)  # what ``==`` compares elementwise (bool is an int)
 
 
-def _shape_args(args: tuple) -> tuple:
-    """Accept both ``x.reshape(2, 3)`` and ``x.reshape((2, 3))``."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(args[0])
-    return tuple(args)
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:  # noqa: A002  (PyTorch's argument name)
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> bool:  # noqa: A002
+    return input.is_floating_point()
 
 
 def on_device(value: Any, device: str, op: str, what: str, where: str) -> Tensor:
@@ -667,12 +716,13 @@ def on_device(value: Any, device: str, op: str, what: str, where: str) -> Tensor
     return value
 
 
-def resolve_device(device: Any) -> str:
-    """``device`` as tinynorm's device name, checking that CUDA is usable when it is asked for."""
-    name = canonical_device(device)
+def resolve_device(device: Any) -> _Device:
+    """``device`` (a name, an index or a :class:`tinynorm.device`) as the device a tensor there reports,
+    checking that CUDA is usable when it is asked for."""
+    name = canonical_device(_Device(device))
     if name == "cuda":
         _cuda.require()
-    return name
+    return tensor_device(name)
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
@@ -693,6 +743,17 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     if requires_grad:
         result.requires_grad_(True)
     return result
+
+
+def _legacy_values(data: tuple, device: Any) -> Tensor:
+    """What ``Tensor(*data)`` holds when ``data`` is not one backend array: the values of one sequence
+    or number-free sizes, in the default float dtype."""
+    if all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in data):
+        return _from_host(np.zeros(data or (0,), dtypes.get_default_dtype()), None, resolve_device(device))
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        return _from_host(data[0], dtypes.get_default_dtype(), resolve_device(device))
+    raise TypeError(f"Tensor(): expected sizes (ints) or one sequence of values, got "
+                    f"({', '.join(type(d).__name__ for d in data)}); use tinynorm.tensor(data, dtype=...)")
 
 
 def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
@@ -729,6 +790,10 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor)
 from .ops import inplace as _inplace  # noqa: E402
+from .ops.dims import normalize_dim  # noqa: E402
+from . import tensor_methods as _methods  # noqa: E402
+
+_methods.install(Tensor)
 from .autograd import engine as _engine  # noqa: E402
 from .autograd import function as _function  # noqa: E402
 from .autograd.hooks import RemovableHandle  # noqa: E402

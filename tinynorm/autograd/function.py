@@ -63,7 +63,7 @@ class Node:
         return tuple((node, 0) for node in self.next_nodes)
 
     def __repr__(self) -> str:
-        return f"<{self.name()}>"
+        return f"<{self.name()} object at {id(self):#x}>"  # PyTorch's: print(y.grad_fn)
 
 
 class AccumulateGrad(Node):

@@ -10,7 +10,7 @@ def _label(node: Node) -> str:
         leaf = node.variable
         if leaf is None:
             return "AccumulateGrad (leaf freed)"
-        return f"AccumulateGrad (leaf {tuple(leaf.shape)} {leaf.dtype})"
+        return f"AccumulateGrad (leaf {tuple(leaf.shape)} {leaf.dtype.name})"
     if isinstance(node, Context):
         freed = ", freed" if node.released else ""
         return f"{node.name()} -> {tuple(node.output_shape)}{freed}"

@@ -4,6 +4,9 @@ Every op in ``tinynorm.ops`` asks for the backend of its inputs' device (``ctx.x
 functions on it by name: ``xp.exp(a)``, ``xp.matmul(a, b)``, ``xp.layer_norm_forward(...)``. The CPU
 backend is numpy plus tinynorm's Numba kernels; a CUDA backend provides the same names for device
 arrays. Ops never import numpy or CUDA themselves, which is what lets a new device plug in.
+
+``mps`` and ``cudnn`` are PyTorch's ``torch.backends.mps``/``torch.backends.cudnn`` for scripts that
+ask about them: tinynorm has neither (see their docstrings).
 """
 from __future__ import annotations
 
@@ -43,3 +46,6 @@ def is_basic_index(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, slice)
                or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))) for i in items)
+
+
+from . import cudnn, mps  # noqa: E402  (PyTorch's torch.backends.* names)

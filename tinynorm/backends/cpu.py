@@ -15,25 +15,55 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     abs,
     add,
     arange,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
     argmax,
     argmin,
     ascontiguousarray,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     broadcast_to,
+    ceil,
     clip,
     concatenate,
     cos,
+    cosh,
+    cumprod,
+    cumsum,
     empty,
     empty_like,
     equal,
     exp,
+    exp2,
     expand_dims,
+    expm1,
     finfo,
+    floor,
+    floor_divide,
+    fmod,
     full,
     greater,
     greater_equal,
+    hypot,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
     less,
     less_equal,
     log,
+    log1p,
+    log2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
     matmul,
     maximum,
     minimum,
@@ -45,16 +75,22 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     ones_like,
     pi,
     power,
+    remainder,
+    rint,
     sign,
+    sin,
+    sinh,
     sqrt,
     square,
     stack,
     subtract,
     swapaxes,
     take,
+    tan,
     tanh,
     transpose,
     true_divide,
+    trunc,
     where,
     zeros,
     zeros_like,
@@ -136,12 +172,43 @@ def is_contiguous(a: np.ndarray) -> bool:
     return a.flags.c_contiguous
 
 
+def layout(a: np.ndarray) -> tuple[tuple[int, ...], int]:
+    """``a``'s strides and its offset in its storage, counted in elements (as PyTorch's ``stride()`` and
+    ``storage_offset()``)."""
+    itemsize = a.dtype.itemsize
+    offset = (a.ctypes.data - storage_of(a).ctypes.data) // itemsize
+    return tuple(stride // itemsize for stride in a.strides), int(offset)
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """The address of ``a``'s first element (0 for an empty array, as PyTorch)."""
+    return int(a.ctypes.data) if a.size else 0
+
+
 def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001
     return np.asarray(np.sum(a, axis=axis, keepdims=keepdims))
 
 
 def mean(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     return np.asarray(np.mean(a, axis=axis, keepdims=keepdims))
+
+
+def prod(a: np.ndarray, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> np.ndarray:
+    return np.asarray(np.prod(a, axis=axis, keepdims=keepdims, dtype=dtype))
+
+
+def argsort(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The int64 indices that sort ``a`` along ``axis``, stably (equal values keep their order; NaN last)."""
+    return np.argsort(a, axis=axis, kind="stable").astype(np.int64, copy=False)
+
+
+def unique(a: np.ndarray, return_inverse: bool = False, return_counts: bool = False, axis: int | None = None) -> Any:
+    return np.unique(a, return_inverse=return_inverse, return_counts=return_counts, axis=axis)
+
+
+def nonzero(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """One int64 array per dim (``a.ndim >= 1``) of the positions of ``a``'s nonzero entries, in C order."""
+    return tuple(index.astype(np.int64, copy=False) for index in np.nonzero(a))
 
 
 def amax(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:

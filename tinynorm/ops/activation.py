@@ -21,7 +21,6 @@ from ..autograd.function import Context, Function
 from ..random import default_generator
 from ..tensor import Tensor
 from .dims import normalize_dim
-from .elementwise import Clamp
 from .inplace import modify
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -201,10 +200,16 @@ class Hardsigmoid(Function):
         return ctx.xp.where((x > -3) & (x < 3), grad * _ONE_SIXTH, 0)
 
 
-class Hardtanh(Clamp):
+class Hardtanh(Function):
     """x clipped to [min_val, max_val] as ``clamp`` does, but the gradient is 0 at the two ends as well."""
 
     backward_name = "HardtanhBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, low: float, high: float) -> Any:
+        ctx.save_for_backward(x)
+        ctx.low, ctx.high = low, high
+        return ctx.xp.clip(x, low, high)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:

@@ -14,7 +14,7 @@ from ..autograd.function import Context, Function
 from .. import dtypes
 from .._checks import check_number, check_tensor, type_name
 from ..tensor import Tensor, tensor
-from .promotion import promote
+from .promotion import convert, promote
 from .shape import cast
 
 
@@ -163,26 +163,40 @@ class Gelu(Function):
 
 
 class Clamp(Function):
-    """Clip to [min, max]; the gradient passes where the input was inside the range (ends included)."""
+    """Clip to [min, max]; the gradient passes where the input was inside the range (ends included).
+
+    Tensor bounds get the rest, as in PyTorch: ``min`` where the input was below it (and ``min < max``),
+    ``max`` where the input was above it or ``max < min`` (then the result is ``max`` everywhere).
+    """
 
     backward_name = "ClampBackward1"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, low: float | None, high: float | None) -> Any:
-        ctx.save_for_backward(x)
-        ctx.low, ctx.high = low, high
+    def forward(ctx: Context, x: Any, low: Any, high: Any) -> Any:
+        ctx.save_for_backward(x, low, high)
         return ctx.xp.clip(x, low, high)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
-        (x,) = ctx.saved_tensors
-        if ctx.low is None:
-            inside = x <= ctx.high
-        elif ctx.high is None:
-            inside = x >= ctx.low
+        x, low, high = ctx.saved_tensors
+        if low is None:
+            inside = x <= high
+        elif high is None:
+            inside = x >= low
         else:
-            inside = (x >= ctx.low) & (x <= ctx.high)
-        return grad * inside
+            inside = (x >= low) & (x <= high)
+        _, need_low, need_high = ctx.needs_input_grad
+        if not (need_low or need_high):
+            return grad * inside
+        grad_low = grad * ((x < low) if high is None else (x < low) & (low < high)) if need_low else None
+        grad_high = grad * ((x > high) if low is None else (x > high) | (high < low)) if need_high else None
+        return grad * inside, grad_low, grad_high
+
+
+class ClampTensors(Clamp):
+    """Clamp between tensor bounds (PyTorch names it apart from clamping between numbers)."""
+
+    backward_name = "ClampBackward0"
 
 
 class Pick(Function):
@@ -277,13 +291,23 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """``x`` clipped to ``[min, max]``, in the dtype promoted with the bounds (``int_tensor.clamp(0.5)`` is float)."""
     check_tensor("clamp", "input", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    bounds = [bound for bound in (min, max) if bound is not None]
+    tensors = sum(isinstance(bound, Tensor) for bound in bounds)
     for name, bound in (("min", min), ("max", max)):
         if bound is not None and not isinstance(bound, Tensor):
             check_number("clamp()", name, bound)
-    return Clamp.apply(x, min, max)
+    if tensors and tensors != len(bounds):
+        raise TypeError(f"clamp(): min and max must be both tensors or both numbers, got "
+                        f"{type(min).__name__} and {type(max).__name__}")
+    if x.array.dtype.kind != "f" or tensors:
+        target = dtypes.result_type(x, *bounds)
+        x = convert(x, target)
+        min, max = (None if bound is None else convert(bound, target) for bound in (min, max))
+    return (ClampTensors if tensors else Clamp).apply(x, min, max)
 
 
 def maximum(a: Any, b: Any) -> Tensor:
@@ -304,7 +328,10 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     device = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)), "cpu")
     if device != "cpu" and not isinstance(condition, Tensor):
         condition = tensor(condition, device=device)
-    return Where.apply(condition, *promote(a, b))
+    a, b = promote(a, b)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two numbers: PyTorch's dtype, not numpy's
+        a = tensor(a, dtype=dtypes.result_type(a, b), device=device)
+    return Where.apply(condition, a, b)
 
 
 def _check_condition(condition: Any) -> None:

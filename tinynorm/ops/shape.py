@@ -78,6 +78,14 @@ class Permute(Function):
         return ctx.xp.transpose(grad, inverse)
 
 
+class Transpose(Permute):
+    backward_name = "TransposeBackward0"
+
+
+class T(Permute):
+    backward_name = "TBackward0"
+
+
 class Expand(Function):
     """Broadcast to a larger shape (a read-only view); the engine sums the gradient back (``unbroadcast``)."""
 
@@ -122,6 +130,38 @@ class GetItem(Function):
         return ctx.xp.index_add(ctx.shape, ctx.index, grad, checked=True)
 
 
+class Select(GetItem):
+    """Basic indexing whose last step picks one position (``x[0]``, ``x[1:, 2]``), named as PyTorch names it."""
+
+    backward_name = "SelectBackward0"
+
+
+class Slice(GetItem):
+    backward_name = "SliceBackward0"
+
+
+class Unsqueeze(GetItem):
+    backward_name = "UnsqueezeBackward0"
+
+
+class Alias(GetItem):
+    backward_name = "AliasBackward0"
+
+
+def _basic_index_node(index: Any) -> type[GetItem]:
+    """The node class PyTorch names a basic index after: its last step other than ``:`` and ``...``."""
+    items = index if isinstance(index, tuple) else (index,)
+    for item in reversed(items):
+        if item is None:
+            return Unsqueeze
+        if isinstance(item, slice):
+            if item != slice(None) or not isinstance(index, tuple):
+                return Slice
+        elif item is not Ellipsis:
+            return Select
+    return Alias
+
+
 class TakeRows(Function):
     """``x[indices]`` along dim 0 for integer indices already checked to lie in ``[0, len(x))``
     (embedding lookups): unlike ``x[indices]``, nothing is read back from the device to check them."""
@@ -149,7 +189,7 @@ class Cat(Function):
             return ctx.xp.concatenate(arrays, axis=dim)
         except ValueError:
             shapes = ", ".join(str(tuple(a.shape)) for a in arrays)
-            raise ValueError(f"cat: shapes {shapes} must match except in dim {dim}") from None
+            raise RuntimeError(f"cat: shapes {shapes} must match except in dim {dim}") from None
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
@@ -246,7 +286,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return reshape(x, (1,))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = x.shape
+    shape = x.array.shape
     return reshape(x, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
 
 
@@ -269,29 +309,29 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     if x.ndim == 0:  # dims 0 and -1 name the one "dim" of a scalar
         return Permute.apply(x, ())
     dims[a], dims[b] = dims[b], dims[a]
-    return Permute.apply(x, tuple(dims))
+    return Transpose.apply(x, tuple(dims))
 
 
 def t(x: Tensor) -> Tensor:
     """The transpose of a tensor of at most 2 dims."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return x if x.ndim < 2 else transpose(x, 0, 1)
+    return x if x.ndim < 2 else T.apply(x, (1, 0))
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     check_tensor("unsqueeze", "input", x)
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
-    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+    return reshape(x, x.array.shape[:d] + (1,) + x.array.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
     check_tensor("squeeze", "input", x)
     if dim is None:
-        return reshape(x, tuple(n for n in x.shape if n != 1))
+        return reshape(x, tuple(n for n in x.array.shape if n != 1))
     dims = normalize_dims(dim, x.ndim, "squeeze")
-    return reshape(x, tuple(n for d, n in enumerate(x.shape) if not (d in dims and n == 1)))
+    return reshape(x, tuple(n for d, n in enumerate(x.array.shape) if not (d in dims and n == 1)))
 
 
 def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -303,28 +343,29 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
                            f"the number of dimensions in the tensor ({x.ndim})")
     if any(n == -1 for n in shape[:offset]):
         raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension ({shape})")
-    target = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
-    for i, n in enumerate(x.shape):
+    target = tuple(x.array.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
+    for i, n in enumerate(x.array.shape):
         if n != 1 and n != target[i + offset]:
             raise RuntimeError(f"The expanded size of the tensor ({target[i + offset]}) must match the existing "
                                f"size ({n}) at non-singleton dimension {i + offset}.  Target sizes: {list(shape)}.  "
-                               f"Tensor sizes: {list(x.shape)}")
+                               f"Tensor sizes: {list(x.array.shape)}")
     return Expand.apply(x, target)
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     raw = raw_index(index, x)
-    if is_basic_index(raw):
-        # With a trailing ``...`` numpy returns a 0-d view, not a scalar copy, when every dim is indexed.
-        items = raw if isinstance(raw, tuple) else (raw,)
-        raw = items if Ellipsis in items else items + (Ellipsis,)
-    return GetItem.apply(x, raw)
+    if not is_basic_index(raw):
+        return GetItem.apply(x, raw)
+    node = _basic_index_node(raw)
+    # With a trailing ``...`` numpy returns a 0-d view, not a scalar copy, when every dim is indexed.
+    items = raw if isinstance(raw, tuple) else (raw,)
+    return node.apply(x, items if Ellipsis in items else items + (Ellipsis,))
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The view of ``length`` elements of ``x`` along ``dim``, from ``start``."""
     d = normalize_dim(dim, x.ndim, "narrow")
-    size = x.shape[d]
+    size = x.array.shape[d]
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start ({start}) is out of range for dimension {d} of size {size}")
     start %= size if size else 1
@@ -337,7 +378,7 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     """Views of consecutive pieces along ``dim``: of ``split_size`` each (the last may be smaller), or of
     the given list of sizes."""
     d = normalize_dim(dim, x.ndim, "split")
-    size = x.shape[d]
+    size = x.array.shape[d]
     if not isinstance(split_size_or_sections, (list, tuple)):
         split_size_or_sections = _int_argument("split", "split_size_or_sections", split_size_or_sections)
     if isinstance(split_size_or_sections, int):
@@ -363,7 +404,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = normalize_dim(dim, x.ndim, "chunk")
-    return split(x, max(-(-x.shape[d] // chunks), 1), d)
+    return split(x, max(-(-x.array.shape[d] // chunks), 1), d)
 
 
 def _int_argument(op: str, name: str, value: Any) -> int:
@@ -379,7 +420,7 @@ def _int_argument(op: str, name: str, value: Any) -> int:
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices of ``x`` along ``dim``, each without that dim (views)."""
     d = normalize_dim(dim, x.ndim, "unbind")
-    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.array.shape[d]))
 
 
 def raw_index(index: Any, x: Tensor) -> Any:
@@ -428,18 +469,27 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """``tensors`` joined along ``dim``, in their promoted dtype (``cat([float32, int64])`` is float32).
+    As in PyTorch, 1-D empty tensors are skipped, so ``out = cat([out, batch])`` may start from ``tensor([])``."""
     tensors = _tensor_sequence("cat", tensors)
     flat = next((position for position, t in enumerate(tensors) if t.ndim == 0), None)
     if flat is not None:
-        raise RuntimeError(f"cat(): zero-dimensional tensor (at position {flat}) cannot be concatenated")
-    return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
+        raise RuntimeError(f"zero-dimensional tensor (at position {flat}) cannot be concatenated")
+    kept = [t for t in tensors if t.array.shape != (0,)] or tensors[:1]
+    if any(t.array.dtype != tensors[0].array.dtype for t in tensors):
+        common = dtypes.result_type(*tensors)
+        kept = [t if t.array.dtype == common else cast(t, common) for t in kept]
+    if any(t.ndim != kept[0].ndim for t in kept):
+        raise RuntimeError(f"Tensors must have same number of dimensions: got {kept[0].ndim} and "
+                           f"{next(t.ndim for t in kept if t.ndim != kept[0].ndim)}")
+    return Cat.apply(*kept, dim=normalize_dim(dim, kept[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_sequence("stack", tensors)
-    shapes = {tuple(t.shape) for t in tensors}
+    shapes = {tuple(t.array.shape) for t in tensors}
     if len(shapes) != 1:
-        raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+        raise RuntimeError(f"stack expects each tensor to be equal size, got shapes {sorted(shapes)}")
     d = normalize_dim(dim, tensors[0].ndim + 1, "stack")
     return cat([unsqueeze(t, d) for t in tensors], dim=d)
 

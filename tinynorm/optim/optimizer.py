@@ -246,7 +246,7 @@ def _checked_gradient(param: Tensor, grad: Any, where: str) -> Tensor:
     if not isinstance(grad, Tensor):
         raise TypeError(f"{where}.grad must be a Tensor, got {type(grad).__name__}")
     if grad.shape != param.shape:
-        raise RuntimeError(f"{where} has shape {param.shape}, but its gradient has shape {grad.shape}")
+        raise RuntimeError(f"{where} has shape {tuple(param.array.shape)}, but its gradient has shape {tuple(grad.array.shape)}")
     if grad.device != param.device:
         raise RuntimeError(f"{where} is on {param.device}, but its gradient is on {grad.device}")
     if grad.dtype.kind != "f":

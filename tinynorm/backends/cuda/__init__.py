@@ -13,11 +13,14 @@ from .elementwise import *
 from .indexing import *
 from .linalg import *
 from .losses import *
+from .math import *
 from .normalization import *
 from .optim import *
 from .random import *
 from .reductions import *
+from .scan import *
 from .shape import *
+from .sorting import *
 from .softmax import *
 
 name = "cuda"

@@ -17,8 +17,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .array import CudaArray
 
-__all__ = ["ascontiguousarray", "broadcast_to", "concatenate", "expand_dims", "is_contiguous", "moveaxis", "reshape", "shares_storage", "stack",
-           "storage_of", "swapaxes", "transpose", "view"]
+__all__ = ["ascontiguousarray", "broadcast_to", "concatenate", "data_pointer", "expand_dims", "is_contiguous", "layout",
+           "moveaxis", "reshape", "shares_storage", "stack", "storage_of", "swapaxes", "transpose", "view"]
 
 Shape = tuple[int, ...]
 
@@ -69,6 +69,20 @@ def shares_storage(a: Any, b: Any) -> bool:
 
 def is_contiguous(a: CudaArray) -> bool:
     return a.is_contiguous()
+
+
+def layout(a: CudaArray) -> tuple[tuple[int, ...], int]:
+    """``a``'s strides and its offset in its storage, counted in elements."""
+    return a.strides, a.offset
+
+
+def data_pointer(a: CudaArray) -> int:
+    """The device address of ``a``'s first element; RuntimeError in the CUDA simulator, whose arrays
+    live in host memory."""
+    try:
+        return int(a.__cuda_array_interface__["data"][0])
+    except AttributeError as error:
+        raise RuntimeError(f"data_ptr: {error}") from None
 
 
 def ascontiguousarray(a: CudaArray) -> CudaArray:
