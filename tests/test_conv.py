@@ -158,13 +158,13 @@ def test_constructor_errors_match_torch(make, error, message):
     (lambda: F.conv1d(tn.zeros(1, 3, 8, 8), tn.zeros(4, 3, 3)),
      r"Expected 2D \(unbatched\) or 3D \(batched\) input to conv1d"),
     (lambda: F.conv2d(tn.zeros(1, 3, 8, 8), tn.zeros(4, 3, 3, 3, dtype=tn.float64)),
-     r"input type \(float32\) and weight type \(float64\) should be the same: convert the input \(x.float\(\)"),
+     r"input type \(tinynorm.float32\) and weight type \(tinynorm.float64\) should be the same: convert the input \(x.float\(\)"),
     (lambda: nn.Conv1d(3, 4, 3)(tn.zeros(1, 3, 8, dtype=tn.float64)),
-     r"input type \(float64\) and weight type \(float32\) should be the same: .*layer.to\(x.dtype\)"),
+     r"input type \(tinynorm.float64\) and weight type \(tinynorm.float32\) should be the same: .*layer.to\(x.dtype\)"),
     (lambda: F.conv2d(tn.zeros(1, 3, 8, 8), tn.zeros(4, 3, 3, 3), tn.zeros(4, dtype=tn.float64)),
-     r"input type \(float32\) and bias type \(float64\) should be the same"),
+     r"input type \(tinynorm.float32\) and bias type \(tinynorm.float64\) should be the same"),
     (lambda: F.conv2d(tn.zeros(1, 3, 5, 5, dtype=tn.int64), tn.zeros(4, 3, 3, 3, dtype=tn.int64)),
-     r"conv2d: input of dtype int64 is not supported: convolutions take float16, float32 or float64"),
+     r"conv2d: input of dtype tinynorm.int64 is not supported: convolutions take float16, float32 or float64"),
 ])
 def test_call_errors_match_torch(call, message):
     with pytest.raises(RuntimeError, match=message):

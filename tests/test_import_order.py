@@ -30,4 +30,5 @@ def test_importing_torch_first_does_not_slow_tinynorm() -> None:
     assert {report["layer_load"] for report in runs["torch-first"]} == {"deepbind"}
     assert {report["layer_load"] for report in runs["tinynorm-first"]} == {"plain"}
     assert torch_first["idle_cpu_ms"] < 1.0 and tinynorm_first["idle_cpu_ms"] < 1.0, (torch_first, tinynorm_first)
-    assert torch_first["step_cpu_ms"] < 1.1 * tinynorm_first["step_cpu_ms"], (torch_first, tinynorm_first)
+    # The trap costs 4-12x; the bound leaves room for a machine busy with other tests.
+    assert torch_first["step_cpu_ms"] < 1.5 * tinynorm_first["step_cpu_ms"], (torch_first, tinynorm_first)

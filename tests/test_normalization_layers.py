@@ -497,7 +497,7 @@ def test_input_dtype_must_match_the_layer(case):
         assert layer(x).dtype == np.float64
         return
     op = FUNCTION_OF[type(layer)]
-    message = rf"{op}: (weight|bias|running_mean|running_var) has dtype float32 but input has dtype float64"
+    message = rf"{op}: (weight|bias|running_mean|running_var) has dtype tinynorm\.float32 but input has dtype tinynorm\.float64"
     with pytest.raises(TypeError, match=message):
         layer(x)
     assert factory(np.float64)(x).dtype == np.float64

@@ -297,7 +297,7 @@ def test_forward_errors_name_what_was_received():
         rnn(tinynorm.randn(5, 4), tinynorm.randn(2, 1, 3))
     with pytest.raises(RuntimeError, match=r"Expected hidden size \(2, 2, 3\), got \[2, 3, 3\]"):
         rnn(tinynorm.randn(5, 2, 4), tinynorm.randn(2, 3, 3))
-    with pytest.raises(ValueError, match=r"RNN input dtype \(float64\) does not match weight dtype \(float32\)"):
+    with pytest.raises(ValueError, match=r"RNN input dtype \(tinynorm.float64\) does not match weight dtype \(tinynorm.float32\)"):
         rnn(tinynorm.randn(5, 2, 4, dtype=tinynorm.float64))
     with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0"):
         rnn(tinynorm.randn(0, 2, 4))

@@ -203,7 +203,7 @@ def test_negative_stride_views_give_numpys_values(op):
     (lambda lib: lib.rand(2, dtype=lib.int64), (TypeError, RuntimeError), ["rand", "int64"]),
     (lambda lib: lib.full((2,), "x"), TypeError, ["full: fill_value must be a real number", "'x'"]),
     (lambda lib: lib.full((2,), None), TypeError, ["fill_value", "None"]),
-    (lambda lib: lib.full((2,), 300, dtype=lib.uint8), RuntimeError, ["cannot be converted to type uint8", "300"]),
+    (lambda lib: lib.full((2,), 300, dtype=lib.uint8), RuntimeError, ["cannot be converted to type tinynorm.uint8", "300"]),
     (lambda lib: lib.arange(0, 10, 0), RuntimeError, ["step must be nonzero"]),
     (lambda lib: lib.arange(-5), RuntimeError, ["upper bound and lower bound inconsistent with step sign", "-5"]),
     (lambda lib: lib.arange(0, float("inf")), RuntimeError, ["unsupported range: 0 -> inf"]),
@@ -235,7 +235,7 @@ def parameters():
     (tn.ones(2), RuntimeError, "has shape (2, 3), but its gradient has shape (2,)"),  # would broadcast
     (tn.ones(3, 2), RuntimeError, "but its gradient has shape (3, 2)"),
     (np.ones((2, 3)), TypeError, ".grad must be a Tensor, got ndarray"),
-    (tn.ones(2, 3, dtype=tn.int64), TypeError, ".grad must be floating, got dtype int64"),
+    (tn.ones(2, 3, dtype=tn.int64), TypeError, ".grad must be floating, got dtype tinynorm.int64"),
 ], ids=["broadcastable", "transposed", "numpy", "int64"])
 def test_a_bad_gradient_fails_the_step_and_changes_nothing(cls, bad_grad, error, fragment):
     first, second = parameters()
@@ -529,7 +529,7 @@ def test_distributed_arguments_are_checked_even_in_one_process(call, error, frag
     (lambda m: m.register_parameter("", None), KeyError, ["parameter name can't be empty string"]),
     (lambda m: m.add_module(5, nn.ReLU()), TypeError, ["module name should be a string. Got int"]),
     (lambda m: m.to(tn.int64), TypeError, ["nn.Module.to only accepts floating point dtypes", "int64"]),
-    (lambda m: m.to("xpu"), ValueError, ["device must be one of", "'xpu'"]),
+    (lambda m: m.to("xpu"), RuntimeError, ["Expected one of cpu, cuda device type", "xpu"]),
     (lambda m: m.train("x"), ValueError, ["training mode is expected to be boolean, got 'x'"]),
     (lambda m: m.apply(5), TypeError, ["apply: fn must be a function", "int"]),
     (lambda m: m.state_dict(prefix=5), TypeError, ["prefix must be a str, got int"]),

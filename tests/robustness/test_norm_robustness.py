@@ -205,7 +205,7 @@ def test_integer_input_is_a_type_error_naming_its_dtype(fn):
     function, args = functional_calls()[fn]
     as_int = tinynorm.tensor(args["input"].numpy().astype(np.int64))
     raises_clearly(lambda: function(**{**args, "input": as_int}), f"{fn}: expected input of a floating-point dtype",
-                   "got int64", error=TypeError)
+                   "got tinynorm.int64", error=TypeError)
 
 
 def test_rms_norm_without_affine_on_int_input():
@@ -223,7 +223,7 @@ def test_parameter_dtype_must_match_the_input(fn, argument, dtype):
     function, args = functional_calls()[fn]
     bad = tinynorm.tensor(args[argument].numpy().astype(dtype))
     raises_clearly(lambda: function(**{**args, argument: bad}, **({"training": True} if fn == "batch_norm" else {})),
-                   f"{fn}: {argument} has dtype {dtype} but input has dtype float64", error=TypeError)
+                   f"{fn}: {argument} has dtype tinynorm.{dtype} but input has dtype tinynorm.float64", error=TypeError)
     assert np.array_equal(bad.numpy(), args[argument].numpy().astype(dtype)), "nothing was written"
 
 
@@ -243,8 +243,8 @@ class TwoRanks:
 
 @pytest.mark.parametrize("bad, error, message", [
     (lambda: tinynorm.ones(4, 3, dtype="int64"), TypeError, "sync_batch_norm: expected input of a floating-point"),
-    (lambda: tinynorm.ones(4, 3, dtype=np.float64), TypeError, "sync_batch_norm: running_mean has dtype float32 "
-                                                               "but input has dtype float64"),
+    (lambda: tinynorm.ones(4, 3, dtype=np.float64), TypeError, "sync_batch_norm: running_mean has dtype tinynorm.float32 "
+                                                               "but input has dtype tinynorm.float64"),
 ], ids=["int-input", "float64-input-float32-layer"])
 def test_sync_batch_norm_across_processes_checks_like_batch_norm(bad, error, message):
     """The global-batch path (more than one process) refuses what BatchNorm refuses, before any

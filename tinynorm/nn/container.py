@@ -252,7 +252,7 @@ def _entry_repr(key: Any, value: Any, type_name: bool) -> str:
     if not isinstance(value, Tensor):
         return f"  ({key}): Object of type: {type(value).__name__}"
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-    dtype = tensor_type_name(value) if type_name else f"torch.{value.dtype}"
+    dtype = tensor_type_name(value) if type_name else str(value.dtype)
     device = " (cuda:0)" if value.device == "cuda" else ""
     return f"  ({key}): {kind} containing: [{dtype} of size {'x'.join(str(n) for n in value.shape)}{device}]"
 

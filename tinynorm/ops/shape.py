@@ -471,6 +471,8 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """``tensors`` joined along ``dim``, in their promoted dtype (``cat([float32, int64])`` is float32).
     As in PyTorch, 1-D empty tensors are skipped, so ``out = cat([out, batch])`` may start from ``tensor([])``."""
+    if isinstance(tensors, (list, tuple)) and not tensors:
+        raise ValueError("cat(): expected a non-empty list of Tensors")
     tensors = _tensor_sequence("cat", tensors)
     flat = next((position for position, t in enumerate(tensors) if t.ndim == 0), None)
     if flat is not None:

@@ -14,7 +14,7 @@ import functools
 from typing import Any, Callable
 
 import numpy as np
-from numba import from_dtype
+from .runtime.compiler import from_dtype
 
 from ...kernels.cuda import math as kernels
 from . import creation

@@ -24,9 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numba import config
 
-from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
+from ...backends.cuda.runtime.compiler import config, cuda, from_dtype, types
 
 from ..cpu.activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
 from ...backends.cuda.runtime.launch import jit, launch

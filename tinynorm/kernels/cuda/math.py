@@ -15,7 +15,7 @@ import functools
 import math
 from collections.abc import Callable
 
-from numba import cuda, types
+from ...backends.cuda.runtime.compiler import cuda, types
 
 
 @cuda.jit(device=True)

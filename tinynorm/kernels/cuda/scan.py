@@ -10,11 +10,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import numba
 import numpy as np
-from numba import cuda
 
-from .launch import jit, launch
+from ...backends.cuda.runtime.compiler import cuda, from_dtype
+from ...backends.cuda.runtime.launch import jit, launch
 from .strided import blocks_for, threads_for
 
 
@@ -22,7 +21,7 @@ from .strided import blocks_for, threads_for
 def scan_kernel(accumulator: np.dtype, multiply: bool) -> Any:
     """The kernel ``(x, out)`` writing each row's running sum (``multiply``: product) of ``x`` into
     ``out``, both ``(rows, cols)``, adding in the ``accumulator`` dtype."""
-    accumulate = numba.from_dtype(accumulator)
+    accumulate = from_dtype(accumulator)
     start = 1 if multiply else 0
 
     @jit
