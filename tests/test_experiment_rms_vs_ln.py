@@ -26,7 +26,7 @@ def test_writes_json_markdown_and_figure(quick_run):
     assert saved["summary"] == results["summary"] and saved["checks"] == results["checks"]
     assert all(isinstance(c["claim"], str) and isinstance(c["passed"], bool) for c in results["checks"])
     text = (out_dir / "rms_vs_ln.md").read_text()
-    for needle in ("7%-64%", "norm share", "Checks"):
+    for needle in ("7%-64%", "norms' share", "Checks", "Amdahl"):
         assert needle in text
 
 
@@ -39,11 +39,35 @@ def test_reports_kernel_and_end_to_end_ratios(quick_run):
         for key, ratio in row["ratio"].items():
             level, kind = ("nn ", key[3:]) if key.startswith("nn ") else ("", key)
             assert ratio == pytest.approx(row["seconds"][f"{level}rmsnorm {kind}"] / row["seconds"][f"{level}layernorm {kind}"])
-    step_ratio = saved["training"]["rmsnorm"]["step_seconds"] / saved["training"]["layernorm"]["step_seconds"]
-    assert saved["step_ratio"] == pytest.approx(step_ratio) and math.isfinite(step_ratio)
-    assert all(0 < share < 1 for share in saved["norm_share"].values())
+    assert [case["model"] for case in saved["amdahl"]] == [m[0] for m in exp.AMDAHL_MODELS["quick"]]
+    for case in saved["amdahl"]:
+        assert 0 < case["share"] < 1 and case["measured_se"] > 0 and case["predicted_se"] > 0
+        ln, rms = case["step_seconds"]["layernorm"], case["step_seconds"]["rmsnorm"]
+        assert case["measured"] == pytest.approx(1 - rms / ln)
     summary = "\n".join(results["summary"])
-    assert "kernel forward+backward" in summary and "TinyTransformerLM step" in summary
+    assert "kernel forward+backward" in summary and "TinyTransformerLM step" in summary and "Amdahl" in summary
+
+
+def test_quick_mode_leaves_the_amdahl_claims_to_the_full_run(quick_run):
+    _, results, saved = quick_run
+    assert {c["id"] for c in results["checks"]} == exp.QUICK_CLAIMS
+    assert {c["id"] for c in results["full_run_only"]} == {f"amdahl.{m[0].replace(' ', '_')}"
+                                                          for m in exp.AMDAHL_MODELS["quick"]}
+    assert saved["full_run_only"] == results["full_run_only"]
+
+
+def test_amdahl_predicts_share_times_saving_and_measures_the_step_ratio():
+    # steps of 10 ms (LayerNorm) and 9.5 ms (RMSNorm); norms 1.0 ms and 0.5 ms per step: share 10%,
+    # the norms' saving 50%, so both the prediction and the measurement are a 5% saving
+    training = {"layernorm": {"seconds": [1.0] + [0.010] * 20}, "rmsnorm": {"seconds": [1.0] + [0.0095] * 20}}
+    norms = {"layernorm": np.full(9, 1.0e-3), "rmsnorm": np.full(9, 0.5e-3)}
+    case = exp.amdahl(training, norms)
+    assert case["share"] == pytest.approx(0.10) and case["norm_saving"] == pytest.approx(0.5)
+    assert case["predicted"] == pytest.approx(0.05) and case["measured"] == pytest.approx(0.05)
+    assert case["measured_se"] == pytest.approx(0.0, abs=1e-12)  # constant samples: no noise (first step dropped)
+    noisy = {norm: {"seconds": [1.0] + list(np.random.default_rng(i).normal(0.010 - 0.0005 * i, 1e-4, 50))}
+             for i, norm in enumerate(exp.NORMS)}
+    assert 0 < exp.amdahl(noisy, norms)["measured_se"] < 0.01
 
 
 def test_both_models_train_from_the_same_start(quick_run):

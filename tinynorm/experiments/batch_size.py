@@ -301,22 +301,22 @@ def checks(errors: dict[str, Any], mistakes: dict[str, Any], settings: Settings)
     for kind, norms in errors.items():
         if "batchnorm" in norms and ref in norms["batchnorm"]:
             at_small, at_ref = norms["batchnorm"][small]["mean"], norms["batchnorm"][ref]["mean"]
-            found.append({"claim": f"{kind}: BatchNorm's test error at batch {small} ({at_small:.2f}%) is at least "
+            found.append({"id": f"{kind}.batchnorm_breaks", "claim": f"{kind}: BatchNorm's test error at batch {small} ({at_small:.2f}%) is at least "
                                    f"{BN_MIN_RATIO:g}x its error at batch {ref} ({at_ref:.2f}%)",
                           "passed": at_small >= BN_MIN_RATIO * at_ref})
         for norm in (n for n in BATCH_INDEPENDENT if n in norms and ref in norms[n]):
             at_small, at_ref = norms[norm][small]["mean"], norms[norm][ref]["mean"]
-            found.append({"claim": f"{kind}: {norm}'s test error at batch {small} ({at_small:.2f}%) is within "
+            found.append({"id": f"{kind}.{norm}_flat", "claim": f"{kind}: {norm}'s test error at batch {small} ({at_small:.2f}%) is within "
                                    f"{FLAT_MARGIN:g} points of its error at batch {ref} ({at_ref:.2f}%)",
                           "passed": abs(at_small - at_ref) <= FLAT_MARGIN})
     t, s = mistakes["train_mode"], mistakes["stale_statistics"]
-    found.append({"claim": f"mistake 1 (CNN): train-mode evaluation in batches of 2 errs more "
+    found.append({"id": "mistake.train_mode", "claim": f"mistake 1 (CNN): train-mode evaluation in batches of 2 errs more "
                            f"({t['train_mode_error_batch_2']:.2f}%) than eval mode ({t['eval_mode_error']:.2f}%), and "
                            f"{t['images_with_varying_prediction']['train']} of {t['probes']} test images change their "
                            f"prediction with their batch companion (eval mode: {t['images_with_varying_prediction']['eval']})",
                   "passed": t["train_mode_error_batch_2"] > t["eval_mode_error"]
                   and t["images_with_varying_prediction"]["train"] > 0 and t["images_with_varying_prediction"]["eval"] == 0})
-    found.append({"claim": f"mistake 2 (CNN): stale running statistics raise the error from {s['trained_error']:.2f}% "
+    found.append({"id": "mistake.stale_statistics", "claim": f"mistake 2 (CNN): stale running statistics raise the error from {s['trained_error']:.2f}% "
                            f"to {s['stale_error']:.2f}% (>= {STALE_MIN_RATIO:g}x), and recomputing them brings it back "
                            f"to {s['recomputed_error']:.2f}% (within 1 point)",
                   "passed": s["stale_error"] >= STALE_MIN_RATIO * s["trained_error"]

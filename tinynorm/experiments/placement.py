@@ -361,14 +361,14 @@ def make_checks(init: list[dict[str, Any]], slopes: list[dict[str, Any]], traini
         for norm in NORMS:
             tag = f"[{model}, {norm}]"
             ratios = post_pre_ratios(init, model, norm)
-            checks.append({"claim": f"{tag} Post-LN/Pre-LN last-layer gradient ratio grows with depth "
+            checks.append({"id": f"{model}.{norm}.ratio_grows", "claim": f"{tag} Post-LN/Pre-LN last-layer gradient ratio grows with depth "
                                     f"({', '.join(f'{r:.2f}' for r in ratios)})",
                            "passed": bool(np.all(np.diff(ratios) > 0))})
             slope = {s["placement"]: s["slope_example"] for s in slopes if (s["model"], s["norm"]) == (model, norm)}
-            checks.append({"claim": f"{tag} Pre-LN last-layer gradient ~ 1/sqrt(L): log-log slope "
+            checks.append({"id": f"{model}.{norm}.pre_slope", "claim": f"{tag} Pre-LN last-layer gradient ~ 1/sqrt(L): log-log slope "
                                     f"{slope['pre']:.2f} within 0.25 of -0.5",
                            "passed": abs(slope["pre"] + 0.5) <= 0.25})
-            checks.append({"claim": f"{tag} Post-LN last-layer gradient about independent of L: log-log slope "
+            checks.append({"id": f"{model}.{norm}.post_slope", "claim": f"{tag} Post-LN last-layer gradient about independent of L: log-log slope "
                                     f"{slope['post']:.2f} within 0.25 of 0",
                            "passed": abs(slope["post"]) <= 0.25})
             for placement, claim, test in (
@@ -381,15 +381,15 @@ def make_checks(init: list[dict[str, Any]], slopes: list[dict[str, Any]], traini
     for norm in sorted({r["norm"] for r in training}):
         run = {(r["placement"], r["optimizer"], r["warmup"]): r for r in training if r["norm"] == norm}
         post, pre = run["post", "adam", False], run["pre", "adam", False]
-        checks.append({"claim": f"[training, {norm}] Adam without warmup: Post-LN fails (diverges or stalls) "
+        checks.append({"id": f"training.{norm}.post_fails", "claim": f"[training, {norm}] Adam without warmup: Post-LN fails (diverges or stalls) "
                                 f"while Pre-LN trains (Post-LN {post['outcome']}, Pre-LN {pre['outcome']})",
                        "passed": post["outcome"] != "trained" and pre["outcome"] == "trained"})
         gap = post["final_loss"] - pre["final_loss"]
         error = math.hypot(post["final_loss_stderr"], pre["final_loss_stderr"])
-        checks.append({"claim": f"[training, {norm}] Adam without warmup: Post-LN ends worse than Pre-LN by more "
+        checks.append({"id": f"training.{norm}.post_worse", "claim": f"[training, {norm}] Adam without warmup: Post-LN ends worse than Pre-LN by more "
                                 f"than 2 standard errors (gap {gap:.2f} ± {error:.2f} nats)",
                        "passed": gap > 2 * error})
-        checks.append({"claim": f"[training, {norm}] warmup lets Post-LN train with Adam "
+        checks.append({"id": f"training.{norm}.warmup_rescues", "claim": f"[training, {norm}] warmup lets Post-LN train with Adam "
                                 f"({run['post', 'adam', True]['outcome']})",
                        "passed": run["post", "adam", True]["outcome"] == "trained"})
     return checks
