@@ -34,6 +34,42 @@ class SmallCNN(nn.Module):
         return self.head(self.widen(self.pool(self.block(self.stem(x)))))
 
 
+class SignalCNN(nn.Module):
+    """A 1-D ResNet for signals (N, L) such as MNIST-1D: a width-5 stem conv, then ``stages`` stages of
+    one residual block each (width-3 convs), halving the length and doubling the channels between
+    stages (max-pool, then conv -> norm -> ReLU), global average pool and a linear head.
+
+    With ``pooled_stage=True`` the last stage's maps are first averaged to length 1, so its norms
+    pool one value per sample and channel: the case of a deep stage on 1x1 maps. The layers are 2-D
+    ones on (N, C, 1, L), which compute exactly the 1-D convolution, pooling and norms.
+    ``norm`` as in :func:`channel_norm` ('batchnorm', 'groupnorm', 'layernorm', 'instancenorm', 'none').
+    """
+
+    def __init__(self, norm: str = "batchnorm", width: int = 16, stages: int = 4, pooled_stage: bool = False,
+                 groups: int = 4, num_classes: int = 10) -> None:
+        super().__init__()
+        if stages < 1:
+            raise ValueError(f"SignalCNN: stages must be >= 1, got {stages!r}")
+        self.norm_kind = norm
+        layers: list[nn.Module] = [nn.Conv2d(1, width, (1, 5), padding=(0, 2), bias=False),
+                                   channel_norm(norm, width, groups), nn.ReLU()]
+        channels = width
+        for stage in range(stages):
+            if stage > 0:
+                layers += [nn.AdaptiveAvgPool2d(1) if pooled_stage and stage == stages - 1 else nn.MaxPool2d((1, 2)),
+                           nn.Conv2d(channels, 2 * channels, (1, 3), padding=(0, 1), bias=False),
+                           channel_norm(norm, 2 * channels, groups), nn.ReLU()]
+                channels *= 2
+            layers.append(ConvBlock(channels, norm, groups, kernel_size=(1, 3)))
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 2:
+            raise ValueError(f"SignalCNN: expected signals (N, L), got shape {tuple(x.shape)}")
+        return self.head(self.body(x.reshape(x.shape[0], 1, 1, x.shape[1])))
+
+
 class SmallMLP(nn.Sequential):
     """Flatten -> [Linear -> norm -> ReLU] x 2 -> Linear, the MLP variant of the digits experiment.
 
