@@ -145,11 +145,11 @@ def test_only_cpu_is_supported(tmp_path):
 
 def test_writes_json_markdown_and_figures(quick_run):
     out_dir, results, saved = quick_run
-    for name in ("placement_grad_norms.png", "placement_depth.png", "placement_training.png"):
+    names = ("placement_grad_norms.png", "placement_depth.png", "placement_profile.png", "placement_training.png")
+    for name in names:
         png = (out_dir / name).read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    assert sorted(results["figures"]) == sorted(str(out_dir / n) for n in
-                                                ("placement_grad_norms.png", "placement_depth.png", "placement_training.png"))
+    assert sorted(results["figures"]) == sorted(str(out_dir / n) for n in names)
     assert saved["summary"] == results["summary"] and saved["checks"] == results["checks"]
     assert all(isinstance(c["claim"], str) and isinstance(c["passed"], bool) for c in results["checks"])
     text = (out_dir / "placement.md").read_text()
@@ -181,8 +181,32 @@ def test_pre_ln_last_layer_gradient_shrinks_with_depth(quick_run, model, norm):
 def test_training_runs_are_recorded_and_classified(quick_run):
     _, _, saved = quick_run
     vocab = CharTokenizer(load_text_corpus()).vocab_size
-    assert len(saved["training"]) == 8  # 2 placements x 2 optimizers x warmup or not
+    assert len(saved["training"]) == 4 * len(exp.QUICK.train_lrs) * len(exp.QUICK.train_seeds)  # placement x warmup
     for r in saved["training"]:
         assert r["outcome"] in ("trained", "stalled", "diverged")
         assert len(r["losses"]) == exp.QUICK.train_steps or r["outcome"] == "diverged"
         assert r["initial_loss"] == pytest.approx(math.log(vocab), rel=0.15)  # near-uniform predictions at init
+
+
+def test_profile_at_the_papers_width_is_recorded_per_init_depth_and_placement(quick_run):
+    _, _, saved = quick_run
+    keys = {(r["init"], r["depth"], r["placement"]) for r in saved["profile"]}
+    assert keys == {(i, d, p) for i in exp.INITS for d in exp.QUICK.profile_depths for p in exp.PLACEMENTS}
+    for r in saved["profile"]:
+        assert len(r["ffn_w2"]) == r["depth"] and len(r["last_over_first"]) == len(saved["seeds"])
+
+
+def test_quick_mode_judges_only_the_depth_scaling(quick_run):
+    _, results, _ = quick_run
+    assert {c["id"] for c in results["checks"]} == exp.QUICK_CLAIMS
+    left = {c["id"] for c in results["full_run_only"]}
+    assert any(i.startswith("profile.") for i in left) and any(i.startswith("training.") for i in left)
+
+
+def test_loss_gap_pairs_seeds_and_falls_back_to_window_errors():
+    worse = [{"final_loss": 3.0, "final_loss_stderr": 0.03}, {"final_loss": 3.2, "final_loss_stderr": 0.03}]
+    better = [{"final_loss": 2.5, "final_loss_stderr": 0.04}, {"final_loss": 2.9, "final_loss_stderr": 0.04}]
+    gap, error = exp.loss_gap(worse, better)
+    assert gap == pytest.approx(0.4) and error == pytest.approx(np.std([0.5, 0.3], ddof=1) / np.sqrt(2))
+    gap, error = exp.loss_gap(worse[:1], better[:1])
+    assert gap == pytest.approx(0.5) and error == pytest.approx(0.05)

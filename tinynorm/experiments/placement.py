@@ -23,17 +23,20 @@ This experiment measures the same things on tinynorm's models, at a scale a lapt
     predicting the next character from the four before it (one-hot); LayerNorm and RMSNorm.
 (b) the last layer's W2 gradient against depth, with the slope of a least-squares line on log-log
     axes (theory: -1/2 for Pre-LN, 0 for Post-LN).
-(c) training curves of the Transformer LM, Pre-LN versus Post-LN, SGD (momentum 0.9) and Adam, with a
-    linear warmup and without one (both then decay on the same cosine), from the same initialization
-    and the same batches. Each run is classified:
+(c) the per-layer profile of their Fig. 3 at the paper's width: d_model 512, 8 heads, FFN 2048, 6
+    and 12 layers, batch gradients at initialization, with two initialisations: 'gpt2' (learned
+    embeddings N(0, 0.02^2), the model's default) and 'fairseq' (the paper's code base: unit-variance
+    token embeddings and sinusoidal positions). Xavier-uniform linear weights in both.
+(d) the paper's training setting at a laptop's scale: the Transformer LM trained with Adam (betas 0.9,
+    0.98) at the paper's peak learning rates 5e-4 and 1e-3, with a linear warmup and without one (both
+    then decay on the same cosine), Pre-LN and Post-LN, several seeds, from the same initialization and
+    the same batches per seed. Each run is classified:
       diverged: a training loss is NaN/inf, or the final loss is above the initial loss;
       stalled:  otherwise, the final loss is not below the corpus's unigram entropy by more than two
                 standard errors: the model learned no more than how often each character occurs;
       trained:  otherwise.
     "Initial" and "final" are the mean cross-entropy on 64 fixed windows of the corpus (the same for
-    every run) before and after training; the standard error is over those windows. The learning
-    rates are fixed per mode, chosen by short calibration runs (``Settings.lr_note``) where Pre-LN
-    trains without warmup.
+    every run) before and after training; the standard error is over those windows.
 
 Everything runs single-threaded (see :func:`single_threaded`): the matrices are small, and on a
 shared 2-core machine thread start-up and oversubscription cost more than the threads save.
@@ -57,12 +60,12 @@ from ..nn.blocks import MLPBlock
 from ..nn.functional import cross_entropy
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
-from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
+from .common import check_lines, markdown_table, new_figure, quick_mode_checks, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
 
 NORMS = ("layernorm", "rmsnorm")
 PLACEMENTS = ("pre", "post")
-OPTIMIZERS = ("sgd", "adam")
+INITS = ("gpt2", "fairseq")
 MLP_CONTEXT = 4  # characters the ResidualMLP sees
 EVAL_WINDOWS, EVAL_SEED = 64, 12345  # the fixed windows on which a training run is evaluated
 
@@ -72,38 +75,39 @@ class Settings:
     """Sizes of one mode of the experiment."""
 
     depths: tuple[int, ...]  # (a), (b): numbers of blocks compared at initialization
-    seeds: tuple[int, ...]  # (a), (b): one fresh model and batch per seed
+    seeds: tuple[int, ...]  # (a), (b), (c): one fresh model and batch per seed
     d_model: int
     n_heads: int
     seq_len: int
     batch_size: int  # (a): batch of the batch-averaged gradient
     examples: int  # (a): examples whose single-example gradients are averaged
     mlp_batch_size: int
-    train_depth: int  # (c)
+    profile_d_model: int  # (c)
+    profile_heads: int
+    profile_depths: tuple[int, ...]
+    profile_batch_size: int
+    train_depth: int  # (d)
     train_d_model: int
+    train_heads: int
     train_steps: int
     train_batch_size: int
     warmup_steps: int
-    train_norms: tuple[str, ...]
-    lr: dict[str, float]
-    lr_note: str  # how the learning rates were chosen
+    train_lrs: tuple[float, ...]
+    train_betas: tuple[float, float]
+    train_seeds: tuple[int, ...]
+    train_init: str
 
 
 QUICK = Settings(
     depths=(2, 4, 8), seeds=(0, 1), d_model=64, n_heads=4, seq_len=32, batch_size=16, examples=4,
-    mlp_batch_size=64, train_depth=6, train_d_model=32, train_steps=80, train_batch_size=8, warmup_steps=20,
-    train_norms=("layernorm",), lr={"sgd": 0.1, "adam": 1e-2},
-    lr_note="calibration runs (depth 6, d_model 32, batch 16, 100 steps at a constant lr, no warmup, judged by the "
-            "mean of the last 10 training losses against the unigram entropy): Pre-LN trained with Adam at 3e-3 and "
-            "1e-2 and with SGD at 0.1 and 0.3; Post-LN trained with Adam at 3e-3 only, so Adam 1e-2 and SGD 0.1 "
-            "are used")
+    mlp_batch_size=64, profile_d_model=64, profile_heads=4, profile_depths=(6,), profile_batch_size=8,
+    train_depth=6, train_d_model=32, train_heads=4, train_steps=60, train_batch_size=8, warmup_steps=15,
+    train_lrs=(1e-3,), train_betas=(0.9, 0.98), train_seeds=(0,), train_init="fairseq")
 FULL = Settings(
     depths=(3, 6, 12, 24), seeds=(0, 1, 2), d_model=64, n_heads=4, seq_len=32, batch_size=16, examples=8,
-    mlp_batch_size=64, train_depth=12, train_d_model=64, train_steps=150, train_batch_size=16, warmup_steps=40,
-    train_norms=NORMS, lr={"sgd": 0.1, "adam": 1e-3},
-    lr_note="calibration runs (depth 12, d_model 64, batch 16, 150 steps at a constant lr, no warmup, judged as in "
-            "quick mode): Pre-LN trained with Adam at 1e-3 and 3e-3 while Post-LN stalled at both, so the common "
-            "1e-3 is used; SGD 0.1 as in quick mode (not calibrated at this depth)")
+    mlp_batch_size=64, profile_d_model=512, profile_heads=8, profile_depths=(6, 12), profile_batch_size=8,
+    train_depth=12, train_d_model=128, train_heads=4, train_steps=300, train_batch_size=16, warmup_steps=75,
+    train_lrs=(5e-4, 1e-3), train_betas=(0.9, 0.98), train_seeds=(0, 1), train_init="fairseq")
 
 
 # ------------------------------------------------------------------------------------------ measuring
@@ -165,11 +169,11 @@ class Task:
     sample: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 
 
-def language_task(ids: np.ndarray, vocab: int, d_model: int, n_heads: int, seq_len: int) -> Task:
-    """TinyTransformerLM predicting the next character of windows of ``seq_len`` characters."""
+def language_task(ids: np.ndarray, vocab: int, d_model: int, n_heads: int, seq_len: int, init: str = "gpt2") -> Task:
+    """TinyTransformerLM (initialised as ``init``) predicting the next character of windows of ``seq_len``."""
     return Task(
         "transformer",
-        lambda depth, norm, placement: TinyTransformerLM(vocab, d_model, n_heads, depth, seq_len, norm, placement),
+        lambda depth, norm, placement: TinyTransformerLM(vocab, d_model, n_heads, depth, seq_len, norm, placement, init),
         lambda rng, batch_size: sample_lm_batch(ids, batch_size, seq_len, rng),
     )
 
@@ -204,17 +208,36 @@ def measure_at_init(task: Task, depth: int, norm: str, placement: str, seeds: tu
     return record
 
 
+def profile_at_init(ids: np.ndarray, vocab: int, settings: Settings, seeds: tuple[int, ...],
+                    show: bool) -> list[dict[str, Any]]:
+    """(c): batch gradient norm of each layer's W2 at initialization at the profile width, per
+    initialisation, depth and placement (LayerNorm); the mean over seeds, and the last/first ratio of
+    each seed."""
+    cases = [(init, depth, placement) for init in INITS for depth in settings.profile_depths for placement in PLACEMENTS]
+    records = []
+    for init, depth, placement in progress_bar(cases, label="profile at init", enabled=show):
+        task = language_task(ids, vocab, settings.profile_d_model, settings.profile_heads, settings.seq_len, init)
+        norms = []
+        for seed in seeds:
+            manual_seed(seed)
+            model = task.build(depth, "layernorm", placement)
+            inputs, targets = task.sample(np.random.default_rng(seed), settings.profile_batch_size)
+            norms.append(layer_gradient_norms(model, inputs, targets)["ffn_w2"])
+        ratios = [float(n[-1] / n[0]) for n in norms]
+        records.append({"init": init, "depth": depth, "placement": placement,
+                        "ffn_w2": np.mean(norms, axis=0).tolist(), "last_over_first": ratios})
+    return records
+
+
 # ------------------------------------------------------------------------------------------ training
 
 
-def train_run(task: Task, settings: Settings, norm: str, placement: str, optimizer: str, warmup: bool,
-              seed: int, unigram_entropy: float) -> dict[str, Any]:
-    """Train one LM and classify the run (see the module docstring for the definitions)."""
+def train_run(task: Task, settings: Settings, placement: str, lr: float, warmup: bool, seed: int,
+              unigram_entropy: float) -> dict[str, Any]:
+    """Train one LM (LayerNorm) with Adam and classify the run (see the module docstring)."""
     manual_seed(seed)
-    model = task.build(settings.train_depth, norm, placement)
-    lr = settings.lr[optimizer]
-    opt = optim.Adam(model.parameters(), lr=lr) if optimizer == "adam" else \
-        optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    model = task.build(settings.train_depth, "layernorm", placement)
+    opt = optim.Adam(model.parameters(), lr=lr, betas=settings.train_betas)
     schedule = optim.lr_scheduler.LinearWarmupCosine(
         opt, settings.warmup_steps if warmup else 0, settings.train_steps, min_lr=0.1 * lr)
     eval_inputs, eval_targets = task.sample(np.random.default_rng(EVAL_SEED), EVAL_WINDOWS)
@@ -232,7 +255,7 @@ def train_run(task: Task, settings: Settings, norm: str, placement: str, optimiz
         opt.step()
         schedule.step()
     final, stderr = evaluate(model, eval_inputs, eval_targets)
-    return {"norm": norm, "placement": placement, "optimizer": optimizer, "warmup": warmup, "lr": lr,
+    return {"placement": placement, "lr": lr, "warmup": warmup, "seed": seed,
             "losses": losses, "initial_loss": initial, "final_loss": final, "final_loss_stderr": stderr,
             "outcome": classify(losses, initial, final, stderr, unigram_entropy)}
 
@@ -267,8 +290,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
         progress: bool = True) -> dict[str, Any]:
     """Run the experiment; write placement.json, placement.md and three figures into ``out_dir``.
 
-    ``seeds`` replaces the mode's seeds for (a)/(b); (c) uses the first one. Quick mode takes about a
-    minute on two cores, full mode about a quarter of an hour.
+    ``seeds`` replaces the mode's seeds for (a), (b) and (c); (d) uses ``Settings.train_seeds``.
     """
     if device != "cpu":
         raise ValueError(f"placement.run: device={device!r} is not supported yet; only 'cpu' works")
@@ -284,7 +306,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
     unigram = unigram_entropy_of(ids)
     lm = language_task(ids, tokenizer.vocab_size, settings.d_model, settings.n_heads, settings.seq_len)
     mlp = context_task(ids, tokenizer.vocab_size, settings.d_model, MLP_CONTEXT)
-    train_lm = language_task(ids, tokenizer.vocab_size, settings.train_d_model, settings.n_heads, settings.seq_len)
+    train_lm = language_task(ids, tokenizer.vocab_size, settings.train_d_model, settings.train_heads, settings.seq_len,
+                             settings.train_init)
 
     with single_threaded():
         cases = [(task, depth, norm, placement, batch) for task, batch in ((lm, settings.batch_size),
@@ -293,27 +316,29 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
         init = [measure_at_init(task, depth, norm, placement, seeds, batch, settings.examples)
                 for task, depth, norm, placement, batch in progress_bar(cases, label="gradients at init",
                                                                         enabled=progress)]
-        runs = [(norm, placement, name, warmup) for norm in settings.train_norms for name in OPTIMIZERS
-                for warmup in (False, True) for placement in PLACEMENTS]
-        training = [train_run(train_lm, settings, norm, placement, name, warmup, seeds[0], unigram)
-                    for norm, placement, name, warmup in progress_bar(runs, label="training", enabled=progress)]
+        profile = profile_at_init(ids, tokenizer.vocab_size, settings, seeds, progress)
+        runs = [(placement, lr, warmup, seed) for lr in settings.train_lrs for warmup in (False, True)
+                for placement in PLACEMENTS for seed in settings.train_seeds]
+        training = [train_run(train_lm, settings, placement, lr, warmup, seed, unigram)
+                    for placement, lr, warmup, seed in progress_bar(runs, label="training", enabled=progress)]
 
     slopes = depth_slopes(init)
-    checks = make_checks(init, slopes, training, settings.depths)
+    checks, full_run_only = quick_mode_checks(make_checks(init, slopes, profile, training), quick, QUICK_CLAIMS)
     results: dict[str, Any] = {
         "quick": quick, "seeds": list(seeds), "settings": asdict(settings),
-        "unigram_entropy": unigram, "init": init, "depth_slopes": slopes, "training": training,
-        "checks": checks,
+        "unigram_entropy": unigram, "init": init, "depth_slopes": slopes, "profile": profile, "training": training,
+        "checks": checks, "full_run_only": full_run_only,
     }
     figures = [plot_layers(init, out_dir / "placement_grad_norms.png"),
                plot_depth(init, slopes, out_dir / "placement_depth.png"),
+               plot_profile(profile, out_dir / "placement_profile.png"),
                plot_training(training, unigram, out_dir / "placement_training.png")]
     results["seconds"] = time.perf_counter() - start
     results["summary"] = summarize(results)
     results["figures"] = [str(path) for path in figures]
     write_json(out_dir / "placement.json", results)
     (out_dir / "placement.md").write_text(report(results))
-    return {"summary": results["summary"], "checks": checks, "figures": results["figures"]}
+    return {key: results[key] for key in ("summary", "checks", "full_run_only", "figures")}
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -353,46 +378,85 @@ def post_pre_ratios(init: list[dict[str, Any]], model: str, norm: str) -> list[f
     return [a / b for a, b in zip(post, pre)]
 
 
-def make_checks(init: list[dict[str, Any]], slopes: list[dict[str, Any]], training: list[dict[str, Any]],
-                depths: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The paper's claims as PASS/FAIL checks on the measured numbers (per-example W2 gradients)."""
+FLAT_BAND = (0.5, 2.0)  # "about flat": last/first layer within a factor 2; "grows": above the band
+# Claims quick mode judges (python -m tinynorm.experiments.audit placement): the depth scaling at
+# initialization; the profile at the paper's width and the training outcomes need the full run.
+QUICK_CLAIMS = frozenset(f"{model}.{norm}.{claim}" for model in ("transformer", "mlp") for norm in NORMS
+                         for claim in ("ratio_grows", "pre_slope", "post_slope"))
+
+
+def make_checks(init: list[dict[str, Any]], slopes: list[dict[str, Any]], profile: list[dict[str, Any]],
+                training: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The paper's claims as PASS/FAIL checks on the measured numbers (per-example W2 gradients for
+    the depth scaling, batch gradients at the paper's width for the per-layer profile)."""
     checks = []
     for model in ("transformer", "mlp"):
         for norm in NORMS:
             tag = f"[{model}, {norm}]"
             ratios = post_pre_ratios(init, model, norm)
-            checks.append({"id": f"{model}.{norm}.ratio_grows", "claim": f"{tag} Post-LN/Pre-LN last-layer gradient ratio grows with depth "
+            checks.append({"id": f"{model}.{norm}.ratio_grows",
+                           "claim": f"{tag} Post-LN/Pre-LN last-layer gradient ratio grows with depth "
                                     f"({', '.join(f'{r:.2f}' for r in ratios)})",
                            "passed": bool(np.all(np.diff(ratios) > 0))})
             slope = {s["placement"]: s["slope_example"] for s in slopes if (s["model"], s["norm"]) == (model, norm)}
-            checks.append({"id": f"{model}.{norm}.pre_slope", "claim": f"{tag} Pre-LN last-layer gradient ~ 1/sqrt(L): log-log slope "
+            checks.append({"id": f"{model}.{norm}.pre_slope",
+                           "claim": f"{tag} Pre-LN last-layer gradient ~ 1/sqrt(L): log-log slope "
                                     f"{slope['pre']:.2f} within 0.25 of -0.5",
                            "passed": abs(slope["pre"] + 0.5) <= 0.25})
-            checks.append({"id": f"{model}.{norm}.post_slope", "claim": f"{tag} Post-LN last-layer gradient about independent of L: log-log slope "
+            checks.append({"id": f"{model}.{norm}.post_slope",
+                           "claim": f"{tag} Post-LN last-layer gradient about independent of L: log-log slope "
                                     f"{slope['post']:.2f} within 0.25 of 0",
                            "passed": abs(slope["post"]) <= 0.25})
-            for placement, claim, test in (
-                    ("post", "grow toward the output (last/first layer > 1)", lambda r: r > 1.0),
-                    ("pre", "stay flat (last/first layer within [0.5, 2])", lambda r: 0.5 <= r <= 2.0)):
-                ratio = layer_trend(init, model, norm, placement, max(depths))
-                checks.append({"claim": f"{tag} {placement.capitalize()}-LN per-layer gradients {claim}, "
-                                        f"L={max(depths)}: {ratio:.2f}",
-                               "passed": bool(test(ratio))})
-    for norm in sorted({r["norm"] for r in training}):
-        run = {(r["placement"], r["optimizer"], r["warmup"]): r for r in training if r["norm"] == norm}
-        post, pre = run["post", "adam", False], run["pre", "adam", False]
-        checks.append({"id": f"training.{norm}.post_fails", "claim": f"[training, {norm}] Adam without warmup: Post-LN fails (diverges or stalls) "
-                                f"while Pre-LN trains (Post-LN {post['outcome']}, Pre-LN {pre['outcome']})",
-                       "passed": post["outcome"] != "trained" and pre["outcome"] == "trained"})
-        gap = post["final_loss"] - pre["final_loss"]
-        error = math.hypot(post["final_loss_stderr"], pre["final_loss_stderr"])
-        checks.append({"id": f"training.{norm}.post_worse", "claim": f"[training, {norm}] Adam without warmup: Post-LN ends worse than Pre-LN by more "
-                                f"than 2 standard errors (gap {gap:.2f} ± {error:.2f} nats)",
+    low, high = FLAT_BAND
+    for r in profile:
+        ratio, spread = float(np.mean(r["last_over_first"])), _sem(r["last_over_first"])
+        tag = f"[Fig. 3, {r['init']} init, L={r['depth']}]"
+        if r["placement"] == "post":
+            checks.append({"id": f"profile.{r['init']}.L{r['depth']}.post_grows",
+                           "claim": f"{tag} Post-LN per-layer W2 gradients grow toward the output: last/first layer "
+                                    f"{ratio:.2f} +- {spread:.2f} above {high:g}",
+                           "passed": ratio > high})
+        else:
+            checks.append({"id": f"profile.{r['init']}.L{r['depth']}.pre_flat",
+                           "claim": f"{tag} Pre-LN per-layer W2 gradients stay about flat: last/first layer "
+                                    f"{ratio:.2f} +- {spread:.2f} within [{low:g}, {high:g}]",
+                           "passed": low <= ratio <= high})
+    for lr in sorted({r["lr"] for r in training}):
+        runs = [r for r in training if r["lr"] == lr]
+        by = {key: [r for r in runs if (r["placement"], r["warmup"]) == key]
+              for key in (("post", False), ("pre", False), ("post", True))}
+        outcomes = {key: [r["outcome"] for r in group] for key, group in by.items()}
+        tag = f"[training, Adam lr {lr:g}]"
+        checks.append({"id": f"training.lr{lr:g}.post_fails",
+                       "claim": f"{tag} without warmup Post-LN fails (diverges or stalls) in every seed while Pre-LN "
+                                f"trains (Post-LN {', '.join(outcomes['post', False])}; Pre-LN "
+                                f"{', '.join(outcomes['pre', False])})",
+                       "passed": all(o != "trained" for o in outcomes["post", False])
+                       and all(o == "trained" for o in outcomes["pre", False])})
+        gap, error = loss_gap(by["post", False], by["pre", False])
+        checks.append({"id": f"training.lr{lr:g}.post_worse",
+                       "claim": f"{tag} without warmup Post-LN ends worse than Pre-LN by more than 2 standard errors "
+                                f"(gap {gap:.2f} +- {error:.2f} nats, mean over seeds)",
                        "passed": gap > 2 * error})
-        checks.append({"id": f"training.{norm}.warmup_rescues", "claim": f"[training, {norm}] warmup lets Post-LN train with Adam "
-                                f"({run['post', 'adam', True]['outcome']})",
-                       "passed": run["post", "adam", True]["outcome"] == "trained"})
+        checks.append({"id": f"training.lr{lr:g}.warmup_rescues",
+                       "claim": f"{tag} warmup lets Post-LN train in every seed ({', '.join(outcomes['post', True])})",
+                       "passed": all(o == "trained" for o in outcomes["post", True])})
     return checks
+
+
+def loss_gap(worse: list[dict[str, Any]], better: list[dict[str, Any]]) -> tuple[float, float]:
+    """Mean final-loss difference of two groups of runs (paired by seed), and its standard error: the
+    spread over seeds, or with one seed the windows' standard errors."""
+    differences = [a["final_loss"] - b["final_loss"] for a, b in zip(worse, better)]
+    if len(differences) > 1:
+        return float(np.mean(differences)), _sem(differences)
+    a, b = worse[0], better[0]
+    return differences[0], math.hypot(a["final_loss_stderr"], b["final_loss_stderr"])
+
+
+def _sem(values: Sequence[float]) -> float:
+    """Standard error of the mean over ``values`` (0 for a single value)."""
+    return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def layer_trend(init: list[dict[str, Any]], model: str, norm: str, placement: str, depth: int) -> float:
@@ -452,23 +516,40 @@ def plot_depth(init: list[dict[str, Any]], slopes: list[dict[str, Any]], file: P
     return save_figure(fig, file)
 
 
+def plot_profile(profile: list[dict[str, Any]], file: Path) -> Path:
+    """Fig. 3 at the paper's width: batch W2 gradient norm per layer at initialization, one panel per
+    initialisation, one line per (placement, depth)."""
+    inits = sorted({r["init"] for r in profile}, key=INITS.index)
+    fig, axes = new_figure(ncols=len(inits), size=(5.5, 3.8))
+    depths = sorted({r["depth"] for r in profile})
+    for ax, init in zip(axes[0], inits):
+        for r in (r for r in profile if r["init"] == init):
+            shade = 0.45 + 0.55 * depths.index(r["depth"]) / max(1, len(depths) - 1)
+            ax.plot(np.arange(1, r["depth"] + 1), r["ffn_w2"], "o-", color=COLORS[r["placement"]], alpha=shade,
+                    markersize=3, label=f"{r['placement']}-LN, L={r['depth']} (last/first "
+                                        f"{np.mean(r['last_over_first']):.2f})")
+        ax.set_yscale("log")
+        ax.set_xlabel("layer (1 = input side)")
+        ax.set_ylabel("||grad W2|| (batch)")
+        ax.set_title(f"{init} init: per-layer gradient at init", fontsize=9)
+        ax.legend(fontsize=7)
+    return save_figure(fig, file)
+
+
 def plot_training(training: list[dict[str, Any]], unigram: float, file: Path) -> Path:
-    """Training loss curves: a panel per (norm, optimizer), solid without warmup, dashed with."""
-    norms = sorted({r["norm"] for r in training})
-    fig, axes = new_figure(ncols=len(OPTIMIZERS), nrows=len(norms), size=(5.5, 3.8))
-    for row, norm in enumerate(norms):
-        for col, name in enumerate(OPTIMIZERS):
-            ax = axes[row][col]
-            panel = [r for r in training if (r["norm"], r["optimizer"]) == (norm, name)]
-            for r in panel:
-                ax.plot(_smooth(r["losses"]), "--" if r["warmup"] else "-", color=COLORS[r["placement"]],
-                        label=f"{r['placement']}-LN, {'warmup' if r['warmup'] else 'no warmup'}: {r['outcome']} "
-                              f"({r['final_loss']:.2f})")
-            ax.axhline(unigram, color="gray", linewidth=0.8, label=f"unigram entropy {unigram:.2f}")
-            ax.set_xlabel("step")
-            ax.set_ylabel("training loss (nats, smoothed)")
-            ax.set_title(f"{name}, {norm}, lr {panel[0]['lr']:g}")
-            ax.legend(fontsize=7)
+    """Training loss curves, a panel per learning rate: one line per run, solid without warmup, dashed with."""
+    lrs = sorted({r["lr"] for r in training})
+    fig, axes = new_figure(ncols=len(lrs), size=(5.5, 3.8))
+    for ax, lr in zip(axes[0], lrs):
+        for r in (r for r in training if r["lr"] == lr):
+            ax.plot(_smooth(r["losses"]), "--" if r["warmup"] else "-", color=COLORS[r["placement"]], linewidth=1,
+                    label=f"{r['placement']}-LN, {'warmup' if r['warmup'] else 'no warmup'}, seed {r['seed']}: "
+                          f"{r['outcome']} ({r['final_loss']:.2f})")
+        ax.axhline(unigram, color="gray", linewidth=0.8, label=f"unigram entropy {unigram:.2f}")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss (nats, smoothed)")
+        ax.set_title(f"Adam, peak lr {lr:g}", fontsize=9)
+        ax.legend(fontsize=6)
     return save_figure(fig, file)
 
 
@@ -495,11 +576,16 @@ def summarize(results: dict[str, Any]) -> list[str]:
             ratios = post_pre_ratios(results["init"], model, norm)
             lines.append(f"- {model}, {norm}: Post/Pre last-layer ratio at L = {results['settings']['depths']}: "
                          + ", ".join(f"{r:.2f}" for r in ratios))
-    outcomes = ", ".join(f"{r['placement']}-LN {r['optimizer']} {'warmup' if r['warmup'] else 'no warmup'} "
-                         f"({r['norm']}): {r['outcome']} ({r['final_loss']:.2f})" for r in results["training"])
+    for r in results["profile"]:
+        lines.append(f"- Fig. 3 profile, d_model {results['settings']['profile_d_model']}, {r['init']} init, "
+                     f"{r['placement']}-LN, L={r['depth']}: last/first layer {np.mean(r['last_over_first']):.2f}")
+    outcomes = ", ".join(f"{r['placement']}-LN lr {r['lr']:g} {'warmup' if r['warmup'] else 'no warmup'} "
+                         f"seed {r['seed']}: {r['outcome']} ({r['final_loss']:.2f})" for r in results["training"])
     lines.append(f"- Training, depth {results['settings']['train_depth']}: {outcomes}")
     passed = sum(c["passed"] for c in results["checks"])
-    lines.append(f"- Checks passed: {passed} of {len(results['checks'])}")
+    left = len(results["full_run_only"])
+    lines.append(f"- Checks passed: {passed} of {len(results['checks'])}"
+                 + (f" ({left} more judged by the full run only)" if left else ""))
     return lines
 
 
@@ -534,18 +620,23 @@ def report(results: dict[str, Any]) -> str:
             for r in init if r["depth"] == depth]
     lines += markdown_table(["model", "norm", "placement", "layers 1..L", "last/first (W2)",
                              "last/first (whole block)"], rows)
-    lines += ["", (f"## Training (depth {st['train_depth']}, d_model {st['train_d_model']}, {st['train_steps']} steps, "
-              f"batch {st['train_batch_size']}, warmup {st['warmup_steps']} steps, cosine decay to 0.1 lr)"), "",
-              (f"Learning rates chosen from {st['lr_note']}. Unigram entropy of the corpus: "
-              f"{results['unigram_entropy']:.3f} nats. diverged = a non-finite loss or final > initial; stalled = "
-              f"final not below the unigram entropy by more than 2 standard errors; initial and final = loss on "
-              f"{EVAL_WINDOWS} fixed windows before and after training."), ""]
-    rows = [[r["norm"], r["placement"], r["optimizer"], r["lr"], "yes" if r["warmup"] else "no", r["initial_loss"],
+    lines += ["", (f"## Fig. 3 at the paper's width: d_model {st['profile_d_model']}, {st['profile_heads']} heads, "
+              f"FFN {4 * st['profile_d_model']}, batch gradients of {st['profile_batch_size']} windows at initialization, "
+              f"mean over seeds {results['seeds']}"), ""]
+    rows = [[r["init"], r["placement"], r["depth"], ", ".join(f"{v:.3g}" for v in r["ffn_w2"]),
+             f"{np.mean(r['last_over_first']):.2f} +- {_sem(r['last_over_first']):.2f}"] for r in results["profile"]]
+    lines += markdown_table(["init", "placement", "L", "||grad W2||, layers 1..L", "last/first"], rows)
+    lines += ["", (f"## Training (LayerNorm, depth {st['train_depth']}, d_model {st['train_d_model']}, "
+              f"{st['train_init']} init, {st['train_steps']} steps, batch {st['train_batch_size']}, Adam betas "
+              f"{tuple(st['train_betas'])}, warmup {st['warmup_steps']} steps or none, cosine decay to 0.1 lr)"), "",
+              (f"Unigram entropy of the corpus: {results['unigram_entropy']:.3f} nats. diverged = a non-finite loss or "
+              f"final > initial; stalled = final not below the unigram entropy by more than 2 standard errors; initial "
+              f"and final = loss on {EVAL_WINDOWS} fixed windows before and after training."), ""]
+    rows = [[r["placement"], r["lr"], "yes" if r["warmup"] else "no", r["seed"], r["initial_loss"],
              f"{r['final_loss']:.3f} ± {r['final_loss_stderr']:.3f}", r["outcome"]] for r in results["training"]]
-    lines += markdown_table(["norm", "placement", "optimizer", "lr", "warmup", "initial loss", "final loss ± s.e.",
+    lines += markdown_table(["placement", "peak lr", "warmup", "seed", "initial loss", "final loss ± s.e.",
                              "outcome"], rows)
-    lines += ["", "## Checks", ""]
-    lines += [f"- {'PASS' if c['passed'] else 'FAIL'}: {c['claim']}" for c in results["checks"]]
+    lines += ["", "## Checks", ""] + check_lines(results)
     lines += ["", "## The paper beside this run", "",
               *markdown_table(["claim", "Xiong et al. 2020", "here"], paper_rows(results)),
               "", "## What matched, what did not", "", *verdict(results)]
@@ -555,22 +646,29 @@ def report(results: dict[str, Any]) -> str:
 def paper_rows(results: dict[str, Any]) -> list[list[str]]:
     """The paper's figures and ours, side by side."""
     slope = {(s["model"], s["norm"], s["placement"]): s["slope_example"] for s in results["depth_slopes"]}
-    outcome = {(r["norm"], r["placement"], r["optimizer"], r["warmup"]): f"{r['outcome']} ({r['final_loss']:.2f})"
-               for r in results["training"]}
-    norm, depth = "layernorm", max(results["settings"]["depths"])
-    trend = {placement: layer_trend(results["init"], "transformer", norm, placement, depth) for placement in PLACEMENTS}
+    norm = "layernorm"
+    profile = {(r["init"], r["placement"], r["depth"]): np.mean(r["last_over_first"]) for r in results["profile"]}
+
+    def trend(placement: str) -> str:
+        return "; ".join(f"{init} L={depth}: {value:.2f}" for (init, p, depth), value in profile.items() if p == placement)
+
+    def outcomes(placement: str, warmup: bool) -> str:
+        groups = {}
+        for r in results["training"]:
+            if (r["placement"], r["warmup"]) == (placement, warmup):
+                groups.setdefault(r["lr"], []).append(f"{r['outcome']} ({r['final_loss']:.2f})")
+        return "; ".join(f"lr {lr:g}: {', '.join(runs)}" for lr, runs in sorted(groups.items()))
+
     return [
         ["last-layer gradient vs L, Post-LN", "O(1): slope 0 (Theorem 1)",
          f"slope {slope['transformer', norm, 'post']:.2f} (transformer), {slope['mlp', norm, 'post']:.2f} (mlp)"],
         ["last-layer gradient vs L, Pre-LN", "O(1/sqrt(L)): slope -0.5 (Theorem 1)",
          f"slope {slope['transformer', norm, 'pre']:.2f} (transformer), {slope['mlp', norm, 'pre']:.2f} (mlp)"],
-        ["per-layer gradient, Post-LN", "grows toward the output (Fig. 3)",
-         f"last/first layer {trend['post']:.2f} (transformer, L={depth})"],
-        ["per-layer gradient, Pre-LN", "about flat (Fig. 3)",
-         f"last/first layer {trend['pre']:.2f} (transformer, L={depth})"],
-        ["Post-LN, Adam, no warmup", "8.45 BLEU (IWSLT14 De-En): fails", outcome[norm, "post", "adam", False]],
-        ["Post-LN, Adam, warmup", "~34 BLEU", outcome[norm, "post", "adam", True]],
-        ["Pre-LN, Adam, no warmup", "trains (comparable BLEU, faster)", outcome[norm, "pre", "adam", False]],
+        ["per-layer gradient, Post-LN (last/first)", "grows toward the output (Fig. 3)", trend("post")],
+        ["per-layer gradient, Pre-LN (last/first)", "about flat (Fig. 3)", trend("pre")],
+        ["Post-LN, Adam, no warmup", "8.45 BLEU (IWSLT14 De-En): fails", outcomes("post", False)],
+        ["Post-LN, Adam, warmup", "~34 BLEU", outcomes("post", True)],
+        ["Pre-LN, Adam, no warmup", "trains (comparable BLEU, faster)", outcomes("pre", False)],
     ]
 
 
@@ -580,8 +678,8 @@ def verdict(results: dict[str, Any]) -> list[str]:
     missed = [c["claim"] for c in results["checks"] if not c["passed"]]
     lines = ["Matched:"] + ([f"- {claim}" for claim in matched] or ["- nothing"])
     lines += ["", "Did not match:"] + ([f"- {claim}" for claim in missed] or ["- nothing"])
-    lines += ["", ("Scale matters: these models are tiny (d_model 32-64, at most "
-              f"{max(results['settings']['depths'])} blocks, a few hundred steps on characters) against the "
-              "paper's d_model 512 translation models trained for tens of thousands of steps; the paper's bounds "
-              "grow with d, so effects that need large d or long training may be weak or absent here.")]
+    lines += ["", ("Scale matters: the trained models are small (d_model "
+              f"{results['settings']['train_d_model']}, {results['settings']['train_depth']} blocks, "
+              f"{results['settings']['train_steps']} steps on characters) against the paper's d_model 512 "
+              "translation models trained for tens of thousands of steps.")]
     return lines
