@@ -92,8 +92,8 @@ QUICK = Settings(models={"digits-mlp": ("batchnorm", "layernorm")}, batch_sizes=
                  epochs={"digits": 3, "mnist1d": 3}, base_lr=0.1, width=16)
 FULL = Settings(models={"digits-mlp": ("batchnorm", "layernorm"), "digits-cnn": ("batchnorm", "groupnorm"),
                         "mnist1d-mlp": ("batchnorm", "layernorm"), "mnist1d-cnn": ("batchnorm", "groupnorm"),
-                        "mnist1d-cnn-1x1": ("batchnorm", "groupnorm")},
-                batch_sizes=(2, 4, 8, 16, 32), seeds=(0, 1, 2), epochs={"digits": 8, "mnist1d": 8}, base_lr=0.1,
+                        "mnist1d-cnn-1x1": ("batchnorm",)},
+                batch_sizes=(2, 4, 8, 16, 32), seeds=(0, 1, 2), epochs={"digits": 8, "mnist1d": 6}, base_lr=0.1,
                 width=16)
 
 
@@ -373,8 +373,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
 
     ``quick``: the digits MLP with BatchNorm and LayerNorm at batch 2 and 32, two seeds, 3 epochs, plus
     the digits CNN with BatchNorm at batch 32 for the mistakes. The full run: five models (digits MLP
-    and CNN, MNIST-1D MLP, CNN and CNN with a 1x1 stage), BatchNorm and a per-sample norm each, batch
-    sizes 2 to 32, three seeds, 8 epochs.
+    and CNN, MNIST-1D MLP, CNN and CNN with a 1x1 stage), BatchNorm and a per-sample norm (none for the
+    1x1 variant), batch sizes 2 to 32, three seeds, 8 epochs on digits and 6 on MNIST-1D.
     """
     if device != "cpu":
         raise ValueError(f"device: only 'cpu' is supported by this experiment for now, got {device!r}")
