@@ -67,10 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="quick runs with disjoint seeds (default 5)")
     parser.add_argument("--seeds-per-run", type=int, default=2, help="seeds in each quick run (default 2)")
     parser.add_argument("--full", type=Path, default=None, help="a full run's JSON record, for its verdicts")
+    parser.add_argument("--tally", type=Path, default=None,
+                        help="JSON file of the per-claim counts: written after the runs, or read instead of "
+                             "running them if it exists")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.seeds_per_run < 1:
         parser.error("--runs and --seeds-per-run must be positive")
-    tally = audit(args.name, args.runs, args.seeds_per_run)
+    if args.tally is not None and args.tally.exists():
+        tally = json.loads(args.tally.read_text())
+    else:
+        tally = audit(args.name, args.runs, args.seeds_per_run)
+        if args.tally is not None:
+            args.tally.write_text(json.dumps(tally, indent=2))
     print("\n".join(table(tally, full_verdicts(args.full) if args.full else None)))
     return 0
 
