@@ -150,7 +150,7 @@ def test_batch_norm_analysis_of_the_quick_runs(quick_run):
     assert set(cells) == {"2", "32"}
     for batch, cell in cells.items():
         assert cell["min_values"] == int(batch)  # an MLP's statistic pools one value per sample
-        assert 0.6 * int(batch) < cell["min_n_eff"] < 1.4 * int(batch)  # independent samples: n_eff ~ B
+        assert cell["min_n_eff"] == pytest.approx(int(batch))  # one value per sample and feature: n_eff = B
         assert set(cell["momentum"]) == {str(m) for m in exp.MOMENTA}
         # the running statistics of momentum 0.1 are the ones the model kept: the same test error
         assert cell["momentum"]["0.1"]["mean"] == pytest.approx(cell["errors"]["running"]["mean"])
@@ -201,18 +201,22 @@ def test_running_averages_reproduce_batchnorm_running_statistics_for_every_momen
 
 
 def test_effective_values_count_correlated_neighbours_once():
-    # Every position of an image carries the same value, so a per-channel statistic over B x 4 x 4
-    # values is worth only B independent ones; the MLP's features are independent samples.
+    # Positions that all carry the same value are worth one value per sample: n_eff = B, not B x 16;
+    # independent positions are worth all B x 16.
     tn.manual_seed(0)
     conv = tn.nn.Sequential(tn.nn.Conv2d(1, 3, 1), tn.nn.BatchNorm2d(3))
-    flat = np.random.default_rng(2).normal(size=(500, 1, 1, 1)).astype(np.float32)
-    images = np.broadcast_to(flat, (500, 1, 4, 4)).copy()
-    (layer,) = exp.statistics_noise(conv, images, batch_size=8, batches=400)
-    assert layer["values"] == 8 * 16
-    assert 6.0 < layer["n_eff"] < 10.5
-    (first, _) = exp.statistics_noise(tiny_bn_mlp(), np.random.default_rng(3).normal(size=(500, 5)).astype(np.float32),
-                                      batch_size=8, batches=400)
-    assert first["values"] == 8 and 6.0 < first["n_eff"] < 10.5
+    rng = np.random.default_rng(2)
+    constant = np.broadcast_to(rng.normal(size=(1000, 1, 1, 1)), (1000, 1, 4, 4)).astype(np.float32)
+    (layer,) = exp.statistics_noise(conv, constant, batch_size=8, batches=400)
+    assert layer["values"] == 8 * 16 and layer["n_eff"] == pytest.approx(8.0, rel=1e-4)
+    # what the layer sees: the batch mean of 8 independent values spreads by 1/sqrt(8) of the std
+    assert layer["mean_spread"] == pytest.approx(8 ** -0.5, rel=0.15)
+    (layer,) = exp.statistics_noise(conv, rng.normal(size=(1000, 1, 4, 4)).astype(np.float32), batch_size=8,
+                                    batches=400)
+    assert layer["n_eff"] == pytest.approx(128.0, rel=0.15)
+    assert layer["mean_spread"] == pytest.approx(128 ** -0.5, rel=0.15)
+    first, second = exp.statistics_noise(tiny_bn_mlp(), rng.normal(size=(500, 5)).astype(np.float32), batch_size=8)
+    assert first["values"] == second["values"] == 8 and first["n_eff"] == pytest.approx(8.0)
 
 
 def test_statistics_noise_leaves_the_model_as_it_was():

@@ -14,11 +14,12 @@ Then the analysis the papers' figures do not give, on every BatchNorm model:
 
 * **values per statistic.** Each BatchNorm statistic pools B x H x W values per channel (B in an MLP).
   Neighbouring positions are correlated, so they count less: the *effective* number of values is
-  measured as n_eff = var(x) / var(batch mean of x) over many batches of the training size (equal to
-  the nominal count for independent values). BatchNorm's degradation is plotted against the smallest
-  n_eff of the model's layers, across the MLPs, the CNNs and a CNN whose last stage runs on 1x1 maps.
+  n_eff = B x var(x) / var(a sample's mean over the positions), B x H x W for independent positions
+  and B when all positions agree. BatchNorm's degradation is plotted against the smallest n_eff of
+  the model's layers, across the MLPs, the CNNs and a CNN whose last stage runs on 1x1 maps.
 * **the two parts of the mechanism**, measured apart: the noise of the batch statistics during
-  training (n_eff, and the relative spread of the batch means and variances), and the train/eval
+  training (n_eff, and the relative spread of the batch means and standard deviations that each
+  layer sees in training-mode batches), and the train/eval
   discrepancy: the same trained weights evaluated with the running statistics, with statistics
   recomputed on large batches of training data, and with batch statistics at the training batch size.
 * **the momentum rule of thumb** (B >= 32 fine; 8-16 "raise the momentum"; 1-4 switch to GroupNorm or
@@ -190,8 +191,9 @@ def recorded_batch_statistics(model: Module) -> Iterator[list[list[dict[str, Any
     """Record what every BatchNorm of ``model`` normalizes with while it uses batch statistics.
 
     Yields one list per BatchNorm layer (in ``model.modules()`` order); each forward in training mode
-    appends ``{"mean", "var", "values"}``: the per-channel batch mean and unbiased variance (the ones
-    its running averages take in) and the number of values pooled per channel (B x H x W).
+    appends ``{"mean", "var", "values", "sample_means"}``: the per-channel batch mean and unbiased
+    variance (the ones its running averages take in), the number of values pooled per channel
+    (B x H x W) and each sample's mean over the positions of each channel (N, C).
     """
     layers = batch_norm_layers(model)
     records: list[list[dict[str, Any]]] = [[] for _ in layers]
@@ -201,9 +203,10 @@ def recorded_batch_statistics(model: Module) -> Iterator[list[list[dict[str, Any
 
         def wrapped(x: tn.Tensor) -> tn.Tensor:
             if layer.training and not layer.frozen:
-                values = x.array.astype(np.float64).swapaxes(0, 1).reshape(x.shape[1], -1)
+                per_sample = x.array.astype(np.float64).reshape(x.shape[0], x.shape[1], -1)
+                values = per_sample.swapaxes(0, 1).reshape(x.shape[1], -1)
                 record.append({"mean": values.mean(axis=1), "var": values.var(axis=1, ddof=1),
-                               "values": values.shape[1]})
+                               "values": values.shape[1], "sample_means": per_sample.mean(axis=2)})
             return forward(layer, x)
 
         return wrapped
@@ -254,13 +257,17 @@ class RunningAverages:
 
 def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int = NOISE_BATCHES,
                      seed: int = 0) -> list[dict[str, float]]:
-    """How noisy each BatchNorm's batch statistics are at ``batch_size``, on the trained ``model``.
+    """How many values each BatchNorm's statistics pool at ``batch_size``, and how noisy they are.
 
-    Per layer: the nominal values per channel (B x H x W), the effective number n_eff = var(x) /
-    var(batch mean) (averaged over channels as 1 / mean(var(batch mean) / var(x))), and the relative
-    spread of the batch standard deviation (std over batches of std_B / std). The population mean and
-    variance come from one batch of up to 1,024 training samples. Runs on training-mode forwards
-    without gradients; the model's running statistics and mode are restored.
+    Per layer: ``values``, the nominal count per channel (B x H x W); ``n_eff``, the number of
+    independent values they are worth: B x var(x) / var(per-sample mean of x over the positions),
+    which is B x H x W for independent positions and B for positions that all agree (Kish's design
+    effect; averaged over channels as B / mean(var(sample mean) / var(x))), from one batch of up to
+    1,024 training samples; and what the layer actually sees in training-mode batches of the training
+    size: the relative spread (std over ``batches`` batches, over the population's std) of the batch
+    mean and of the batch standard deviation. Deeper layers' spreads are smaller than n_eff suggests:
+    their inputs come out of BatchNorms that standardized each batch already. Runs on training-mode
+    forwards without gradients; the model's running statistics and mode are restored.
     """
     layers = batch_norm_layers(model)
     saved = [(layer.running_mean.array.copy(), layer.running_var.array.copy(),
@@ -284,11 +291,13 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
     noise = []
     for reference, layer in zip(population, records):
         keep = reference["var"] > 1e-12 * max(float(reference["var"].max()), 1e-30)  # skip dead channels
+        var = reference["var"][keep]
+        design = reference["sample_means"][:, keep].var(axis=0, ddof=1) / var  # 1 / positions ... 1
         means = np.stack([b["mean"] for b in layer])[:, keep]
         stds = np.sqrt(np.stack([b["var"] for b in layer])[:, keep])
-        relative_mean_var = means.var(axis=0) / reference["var"][keep]
-        noise.append({"values": int(layer[0]["values"]), "n_eff": float(1.0 / relative_mean_var.mean()),
-                      "std_spread": float((stds.std(axis=0) / np.sqrt(reference["var"][keep])).mean())})
+        noise.append({"values": int(layer[0]["values"]), "n_eff": float(batch_size / design.mean()),
+                      "mean_spread": float((means.std(axis=0) / np.sqrt(var)).mean()),
+                      "std_spread": float((stds.std(axis=0) / np.sqrt(var)).mean())})
     return noise
 
 
@@ -483,7 +492,8 @@ def batch_norm_analysis(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[
             grouped.setdefault((r["model"], r["batch_size"]), []).append(r)
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for (kind, batch), group in grouped.items():
-        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group])) for key in ("values", "n_eff", "std_spread")}
+        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group]))
+                   for key in ("values", "n_eff", "mean_spread", "std_spread")}
                   for i in range(len(group[0]["statistics"]))]
         errors = [r["errors_by_statistics"] for r in group]
         table.setdefault(kind, {})[str(batch)] = {
@@ -518,8 +528,7 @@ QUICK_CLAIMS = frozenset({"digits-mlp.batchnorm_degrades", "digits-mlp.layernorm
 def rise(cells: dict[str, Any], small: str, large: str) -> tuple[float, float]:
     """(error at ``small`` minus error at ``large``, its standard error over seeds)."""
     a, b = cells[small], cells[large]
-    se = math.sqrt(a["std"] ** 2 / len(a["per_seed"]) + b["std"] ** 2 / len(b["per_seed"]))
-    return a["mean"] - b["mean"], se
+    return a["mean"] - b["mean"], math.hypot(_mean_sem(a["per_seed"])["sem"], _mean_sem(b["per_seed"])["sem"])
 
 
 def significant_rise(cells: dict[str, Any], small: str, large: str) -> bool:
@@ -734,9 +743,9 @@ def report(results: dict[str, Any]) -> list[str]:
                             [[norm] + PUBLISHED[norm] for norm in ("batchnorm", "groupnorm")]) + [""]
     lines += ["## BatchNorm's statistics and the train/eval discrepancy", "",
               ("Per model and training batch size (means over seeds): the smallest nominal values per statistic "
-               "(B x H x W) and effective values n_eff = var(x) / var(batch mean) of any BatchNorm layer, at the "
-               f"training batch size over {NOISE_BATCHES} batches; the relative spread of the batch standard "
-               "deviation of that layer; then the test error of the same weights with the running statistics "
+               "(B x H x W) and effective values n_eff = B x var(x) / var(a sample's mean over the positions) of "
+               "any BatchNorm layer; that layer's relative spread of the batch mean and standard deviation over "
+               f"{NOISE_BATCHES} training-mode batches of the training size; then the test error of the same weights with the running statistics "
                "(momentum 0.1), statistics recomputed on large training batches, and batch statistics at the "
                "training size; then the running statistics of other momenta."), ""]
     rows = []
@@ -744,10 +753,11 @@ def report(results: dict[str, Any]) -> list[str]:
         for batch in sorted(cells, key=int):
             c = cells[batch]
             weakest = min(c["layers"], key=lambda layer: layer["n_eff"])
-            rows.append([kind, batch, c["min_values"], f"{c['min_n_eff']:.1f}", f"{weakest['std_spread']:.2f}",
+            rows.append([kind, batch, c["min_values"], f"{c['min_n_eff']:.1f}", f"{weakest['mean_spread']:.2f}",
+                         f"{weakest['std_spread']:.2f}",
                          *(f"{c['errors'][k]['mean']:.2f}" for k in ("running", "recomputed", "batch")),
                          ", ".join(f"{m}: {v['mean']:.2f}" for m, v in c["momentum"].items())])
-    lines += markdown_table(["model", "B", "values", "n_eff", "std spread", "running", "recomputed", "batch",
+    lines += markdown_table(["model", "B", "values", "n_eff", "mean spread", "std spread", "running", "recomputed", "batch",
                              "running stats by momentum"], rows) + [""]
     lines += ["## Summary", ""] + results["summary"] + ["", "## Checks", ""] + check_lines(results)
     return lines
