@@ -291,8 +291,9 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
     noise = []
     for reference, layer in zip(population, records):
         keep = reference["var"] > 1e-12 * max(float(reference["var"].max()), 1e-30)  # skip dead channels
-        var = reference["var"][keep]
-        design = reference["sample_means"][:, keep].var(axis=0, ddof=1) / var  # 1 / positions ... 1
+        values = reference["values"]
+        var = reference["var"][keep] * (values - 1) / values  # the population's (ddof 0), as the sample means'
+        design = reference["sample_means"][:, keep].var(axis=0) / var  # 1 / positions (independent) ... 1
         means = np.stack([b["mean"] for b in layer])[:, keep]
         stds = np.sqrt(np.stack([b["var"] for b in layer])[:, keep])
         noise.append({"values": int(layer[0]["values"]), "n_eff": float(batch_size / design.mean()),
