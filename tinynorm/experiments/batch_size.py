@@ -678,8 +678,8 @@ def plot_statistics(analysis: dict[str, Any], file: Path) -> Path:
     left.set_xscale("log", base=2)
     left.axhline(0.0, color="gray", linewidth=0.8)
     left.set_xlabel("smallest effective values per statistic (n_eff)")
-    left.set_ylabel(f"BatchNorm error minus its error at the largest batch (points)")
-    left.set_title("when BatchNorm breaks", fontsize=9)
+    left.set_ylabel("rise over its error at the largest batch (points)")
+    left.set_title("when BatchNorm breaks: test error vs values pooled", fontsize=9)
     middle.set_xscale("log", base=2)
     middle.set_yscale("log", base=2)
     span = [v for line in middle.get_lines() for v in line.get_xdata()]
