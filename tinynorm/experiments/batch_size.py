@@ -54,7 +54,8 @@ from tinynorm.nn.utils import batch_norm_layers
 from tinynorm.optim import SGD
 from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
-from .common import check_lines, markdown_table, new_figure, quick_mode_checks, save_figure, single_threaded, write_json
+from .common import (check_lines, forward_hooks, markdown_table, new_figure, quick_mode_checks, save_figure,
+                     single_threaded, write_json)
 from .common import progress as progress_bar
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
@@ -197,27 +198,18 @@ def recorded_batch_statistics(model: Module) -> Iterator[list[list[dict[str, Any
     """
     layers = batch_norm_layers(model)
     records: list[list[dict[str, Any]]] = [[] for _ in layers]
+    index = {id(layer): i for i, layer in enumerate(layers)}
 
-    def recording(layer: Module, record: list[dict[str, Any]]) -> Callable[[tn.Tensor], tn.Tensor]:
-        forward = type(layer).forward
+    def record(layer: Module, args: tuple[Any, ...], output: Any) -> None:
+        if layer.training and not layer.frozen:
+            x = args[0]
+            per_sample = x.array.astype(np.float64).reshape(x.shape[0], x.shape[1], -1)
+            values = per_sample.swapaxes(0, 1).reshape(x.shape[1], -1)
+            records[index[id(layer)]].append({"mean": values.mean(axis=1), "var": values.var(axis=1, ddof=1),
+                                              "values": values.shape[1], "sample_means": per_sample.mean(axis=2)})
 
-        def wrapped(x: tn.Tensor) -> tn.Tensor:
-            if layer.training and not layer.frozen:
-                per_sample = x.array.astype(np.float64).reshape(x.shape[0], x.shape[1], -1)
-                values = per_sample.swapaxes(0, 1).reshape(x.shape[1], -1)
-                record.append({"mean": values.mean(axis=1), "var": values.var(axis=1, ddof=1),
-                               "values": values.shape[1], "sample_means": per_sample.mean(axis=2)})
-            return forward(layer, x)
-
-        return wrapped
-
-    for layer, record in zip(layers, records):
-        object.__setattr__(layer, "forward", recording(layer, record))  # an instance attribute shadows the method
-    try:
+    with forward_hooks(layers, record):
         yield records
-    finally:
-        for layer in layers:
-            layer.__dict__.pop("forward", None)
 
 
 class RunningAverages:

@@ -9,7 +9,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,35 @@ def single_threaded() -> Iterator[None]:
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def forward_hooks(modules: Iterable[Any], hook: Callable[[Any, tuple[Any, ...], Any], None]) -> Iterator[None]:
+    """Call ``hook(module, args, output)`` after every forward of each of ``modules`` inside the block.
+
+    PyTorch's ``register_forward_hook`` scoped to a ``with`` block: each module's ``forward`` is
+    shadowed by an instance attribute that calls the class's method, then the hook; leaving the
+    block removes the shadows.
+    """
+    modules = list(modules)
+
+    def hooked(module: Any) -> Callable[..., Any]:
+        forward = type(module).forward
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            output = forward(module, *args, **kwargs)
+            hook(module, args, output)
+            return output
+
+        return wrapped
+
+    for module in modules:
+        object.__setattr__(module, "forward", hooked(module))
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.__dict__.pop("forward", None)
 
 
 def environment() -> dict[str, Any]:
