@@ -244,6 +244,31 @@ def test_signal_cnn_stages_halve_the_length(pooled_stage: bool, last_length: int
         model(tn.tensor(np.zeros((3, 1, 40), np.float32)))
 
 
+@pytest.mark.parametrize("norm", ["batchnorm", "groupnorm", "none"])
+def test_zero_init_residual_starts_every_residual_block_as_the_identity(norm: str) -> None:
+    from tinynorm.nn.blocks import ConvBlock
+
+    for build in (lambda zero: SmallCNN(norm=norm, width=4, zero_init_residual=zero),
+                  lambda zero: SignalCNN(norm=norm, width=4, stages=3, zero_init_residual=zero)):
+        tn.manual_seed(0)
+        model = build(True).eval()
+        blocks = [m for m in model.modules() if isinstance(m, ConvBlock)]
+        assert blocks
+        for block in blocks:
+            if norm != "none":
+                np.testing.assert_array_equal(block.norm2.weight.numpy(), 0.0)
+                np.testing.assert_array_equal(block.norm1.weight.numpy(), 1.0)  # only the last norm
+            shape = (2, block.conv1.in_channels, 1, 6)
+            x = tn.tensor(np.abs(rng.standard_normal(shape)).astype(np.float32))  # relu(x) == x
+            if norm == "none":  # no weight to zero: the block stays an ordinary one
+                assert not np.allclose(block(x).numpy(), x.numpy())
+            else:
+                np.testing.assert_allclose(block(x).numpy(), x.numpy(), rtol=1e-6)
+        tn.manual_seed(0)
+        assert all(m.norm2.weight.numpy().min() == 1.0 for m in build(False).modules()
+                   if isinstance(m, ConvBlock) and norm != "none")
+
+
 def test_signal_cnn_gradcheck() -> None:
     tn.manual_seed(1)
     check_module_gradients(SignalCNN(norm="groupnorm", width=4, stages=2), leaf(2, 12), atol=1e-5, rtol=1e-3)

@@ -18,10 +18,12 @@ class SmallCNN(nn.Module):
     pool -> linear, for single-channel images (8x8 digits or 28x28).
 
     ``norm`` is one of 'batchnorm', 'groupnorm' (``groups`` groups), 'layernorm', 'instancenorm', 'none'.
+    ``zero_init_residual``: start the residual block's last norm with weight 0, so the block begins as
+    the identity (as torchvision's ResNet option of that name; Wu & He 2018 train this way).
     """
 
     def __init__(self, norm: str = "batchnorm", groups: int = 4, width: int = 16, num_classes: int = 10,
-                 in_channels: int = 1) -> None:
+                 in_channels: int = 1, zero_init_residual: bool = False) -> None:
         super().__init__()
         self.norm_kind = norm
         self.stem = nn.Sequential(nn.Conv2d(in_channels, width, 3, padding=1, bias=False), channel_norm(norm, width, groups), nn.ReLU())
@@ -29,6 +31,8 @@ class SmallCNN(nn.Module):
         self.pool = nn.MaxPool2d(2)
         self.widen = nn.Sequential(nn.Conv2d(width, 2 * width, 3, padding=1, bias=False), channel_norm(norm, 2 * width, groups), nn.ReLU())
         self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, num_classes))
+        if zero_init_residual:
+            _zero_init_residual(self)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.widen(self.pool(self.block(self.stem(x)))))
@@ -42,11 +46,12 @@ class SignalCNN(nn.Module):
     With ``pooled_stage=True`` the last stage's maps are first averaged to length 1, so its norms
     pool one value per sample and channel: the case of a deep stage on 1x1 maps. The layers are 2-D
     ones on (N, C, 1, L), which compute exactly the 1-D convolution, pooling and norms.
-    ``norm`` as in :func:`channel_norm` ('batchnorm', 'groupnorm', 'layernorm', 'instancenorm', 'none').
+    ``norm`` as in :func:`channel_norm` ('batchnorm', 'groupnorm', 'layernorm', 'instancenorm', 'none');
+    ``zero_init_residual`` as in :class:`SmallCNN`.
     """
 
     def __init__(self, norm: str = "batchnorm", width: int = 16, stages: int = 4, pooled_stage: bool = False,
-                 groups: int = 4, num_classes: int = 10) -> None:
+                 groups: int = 4, num_classes: int = 10, zero_init_residual: bool = False) -> None:
         super().__init__()
         if stages < 1:
             raise ValueError(f"SignalCNN: stages must be >= 1, got {stages!r}")
@@ -63,6 +68,8 @@ class SignalCNN(nn.Module):
             layers.append(ConvBlock(channels, norm, groups, kernel_size=(1, 3)))
         self.body = nn.Sequential(*layers)
         self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes))
+        if zero_init_residual:
+            _zero_init_residual(self)
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 2:
@@ -173,6 +180,13 @@ def sinusoidal_positions(length: int, d_model: int) -> np.ndarray:
     table = np.zeros((length, d_model))
     table[:, :half], table[:, half:2 * half] = np.sin(angles), np.cos(angles)
     return table.astype(np.float32)
+
+
+def _zero_init_residual(model: nn.Module) -> None:
+    """Weight 0 for the last norm of every residual block of ``model`` that has a weight ('none' has not)."""
+    for block in model.modules():
+        if isinstance(block, ConvBlock) and getattr(block.norm2, "weight", None) is not None:
+            init_module.zeros_(block.norm2.weight)
 
 
 def _xavier_init(module: nn.Module) -> None:
