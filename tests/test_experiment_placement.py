@@ -234,7 +234,7 @@ def test_training_runs_are_recorded_and_classified(quick_run):
     _, _, saved = quick_run
     tokenizer = CharTokenizer(load_text_corpus())
     q = exp.QUICK
-    assert len(saved["training"]) == len(exp.TRAINING_ARMS) * len(q.train_depths) * len(q.train_lrs) * len(q.train_seeds)
+    assert len(saved["training"]) == len(exp.TRAINING_ARMS) * len(q.train_depths) * len(q.train_lrs) * q.train_seed_count
     eval_x, eval_y = exp.language_task(tokenizer.encode(load_text_corpus()), tokenizer.vocab_size, q.train_d_model,
                                        q.train_heads, q.seq_len).sample(np.random.default_rng(exp.EVAL_SEED),
                                                                         exp.EVAL_WINDOWS)
