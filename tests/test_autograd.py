@@ -170,11 +170,11 @@ def test_leaf_hook_inspects_and_replaces_the_gradient():
     x = leaf([1.0, 2.0])
     seen = []
     x.register_hook(lambda g: seen.append(g.numpy().copy()))
-    remove_double = x.register_hook(lambda g: g * 2)
+    double = x.register_hook(lambda g: g * 2)
     (x * 3).sum().backward()
     np.testing.assert_allclose(seen[0], [3.0, 3.0])
     np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
-    remove_double()
+    double.remove()
     x.grad = None
     (x * 3).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
@@ -199,7 +199,7 @@ def test_retain_grad_keeps_a_non_leaf_gradient():
 
 
 def test_hook_on_a_tensor_without_grad_raises():
-    with pytest.raises(RuntimeError, match="does not require grad"):
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
         tinynorm.tensor([1.0]).register_hook(print)
 
 
@@ -222,10 +222,10 @@ def test_backward_of_a_tensor_outside_the_graph_raises():
         constant.backward()
 
 
-def test_requires_grad_on_an_int_tensor_raises_type_error():
-    with pytest.raises(TypeError, match="int64"):
+def test_requires_grad_on_an_int_tensor_raises():
+    with pytest.raises(RuntimeError, match="int64"):
         tinynorm.tensor([1, 2], requires_grad=True)
-    with pytest.raises(TypeError, match="floating"):
+    with pytest.raises(RuntimeError, match="floating point"):
         tinynorm.arange(3).requires_grad_()
 
 
@@ -241,13 +241,13 @@ def test_mismatched_shapes_raise_value_errors_naming_both():
 
 
 # ---------------------------------------------------------------------------------- dtypes
-def test_mixed_dtypes_promote_like_numpy():
+def test_mixed_dtypes_promote_like_pytorch():
     f32 = tinynorm.ones(2)
     f64 = tinynorm.ones(2, dtype="float64")
     assert (f32 * 1.5).dtype == np.float32
     assert (2.0 - f32).dtype == np.float32
     assert (f32 + f64).dtype == np.float64
-    assert (tinynorm.arange(2) + f32).dtype == np.result_type(np.int64, np.float32)
+    assert (tinynorm.arange(2) + f32).dtype == np.float32  # numpy: float64
 
 
 def test_gradients_take_the_dtype_of_their_leaf():

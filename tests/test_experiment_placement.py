@@ -82,7 +82,8 @@ def test_per_example_norms_average_single_example_gradients():
     averaged = exp.per_example_gradient_norms(model, x, y)
     singles = [exp.layer_gradient_norms(model, x[i:i + 1], y[i:i + 1]) for i in range(3)]
     for key in ("ffn_w2", "block"):
-        np.testing.assert_allclose(averaged[key], np.mean([s[key] for s in singles], axis=0), rtol=1e-12)
+        # float32 gradients: numpy's sums round differently with the arrays' memory alignment, run to run
+        np.testing.assert_allclose(averaged[key], np.mean([s[key] for s in singles], axis=0), rtol=1e-5)
     # the norm of the batch-mean gradient is at most the mean of the per-example norms (triangle inequality)
     assert np.all(exp.layer_gradient_norms(model, x, y)["ffn_w2"] <= averaged["ffn_w2"] * (1 + 1e-6))
 

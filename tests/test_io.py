@@ -3,11 +3,16 @@ import json
 import math
 import os
 import pickle
+import subprocess
+import sys
+import tracemalloc
 import zipfile
 from collections import OrderedDict
+from io import BytesIO
 
 import numpy as np
 import pytest
+from helpers import RunsCodeWhenUnpickled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -153,16 +158,6 @@ def test_missing_file_raises_file_not_found(tmp_path):
         io.load(tmp_path / "nowhere.npz")
 
 
-class RunsCodeWhenUnpickled:
-    """Unpickling this creates a file: proof of code execution, if it ever happens."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
 def test_a_pickle_is_refused_without_running_it(tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.npz"
@@ -224,4 +219,260 @@ def test_bad_structure_raises_value_error(header, message, tmp_path):
     path = tmp_path / "bad.npz"
     np.savez(path, **{"0": np.ones(2), io.STRUCTURE_KEY: np.frombuffer(header, np.uint8)})
     with pytest.raises(ValueError, match=f"bad.npz.*{message}"):
+        io.load(path)
+
+
+# ------------------------------------------------------------------- saving never loses data
+def old_checkpoint(tmp_path):
+    path = tmp_path / "model.npz"
+    io.save({"w": tn.ones(1000), "step": 1}, path)
+    return path, path.read_bytes()
+
+
+def assert_unchanged(tmp_path, path, contents, extra=()):
+    assert sorted(os.listdir(tmp_path)) == sorted(["model.npz", *extra])  # no temporary file left behind
+    assert path.read_bytes() == contents
+    assert io.load(path)["step"] == 1
+
+
+def test_save_never_touches_an_unrelated_file_with_the_old_temporary_name(tmp_path):
+    path, _ = old_checkpoint(tmp_path)
+    bystander = tmp_path / "model.npz.tmp"
+    bystander.write_bytes(b"someone else's data")
+    io.save({"step": 2}, path)
+    assert bystander.read_bytes() == b"someone else's data"
+    assert io.load(path) == {"step": 2}
+    assert sorted(os.listdir(tmp_path)) == ["model.npz", "model.npz.tmp"]
+
+
+def test_saving_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path):
+    target = tmp_path / "real" / "weights.npz"
+    target.parent.mkdir()
+    io.save({"step": 1}, target)
+    link = tmp_path / "latest.npz"
+    link.symlink_to(target)
+    io.save({"step": 2}, link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert io.load(target) == {"step": 2} and sorted(os.listdir(target.parent)) == ["weights.npz"]
+    dangling = tmp_path / "next.npz"
+    dangling.symlink_to(tmp_path / "real" / "new.npz")
+    io.save({"step": 3}, dangling)  # writing through a dangling link creates its target, as open() does
+    assert dangling.is_symlink() and io.load(tmp_path / "real" / "new.npz") == {"step": 3}
+
+
+def test_save_keeps_an_existing_files_permissions_and_gives_a_new_one_the_umasks(tmp_path):
+    path, _ = old_checkpoint(tmp_path)
+    os.chmod(path, 0o640)
+    io.save({"step": 2}, path)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    umask = os.umask(0o027)
+    try:
+        io.save({"step": 1}, tmp_path / "new.npz")
+    finally:
+        os.umask(umask)
+    assert os.stat(tmp_path / "new.npz").st_mode & 0o777 == 0o640
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions that bind (not root)")
+def test_a_read_only_directory_keeps_the_old_checkpoint(tmp_path):
+    path, contents = old_checkpoint(tmp_path)
+    os.chmod(tmp_path, 0o555)
+    try:
+        with pytest.raises(PermissionError):
+            io.save({"step": 2}, path)
+    finally:
+        os.chmod(tmp_path, 0o755)
+    assert_unchanged(tmp_path, path, contents)
+
+
+def test_failing_to_create_or_rename_the_temporary_keeps_the_old_checkpoint(tmp_path, monkeypatch):
+    """What a read-only directory does, also where permissions do not bind (as root)."""
+    path, contents = old_checkpoint(tmp_path)
+    for name in ("open", "replace"):
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+        with monkeypatch.context() as patch:
+            patch.setattr(io.os, name, refuse)
+            with pytest.raises(PermissionError):
+                io.save({"step": 2}, path)
+        assert_unchanged(tmp_path, path, contents)
+
+
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_full_disk_or_ctrl_c_while_writing_keeps_the_old_checkpoint(failure, tmp_path, monkeypatch):
+    path, contents = old_checkpoint(tmp_path)
+    real_savez = np.savez
+
+    def write_half_then_fail(file, **arrays):
+        real_savez(file, **arrays)
+        file.truncate(file.tell() // 2)
+        raise failure
+
+    monkeypatch.setattr(io.np, "savez", write_half_then_fail)
+    with pytest.raises(type(failure)):
+        io.save({"w": tn.zeros(1000), "step": 2}, path)
+    assert_unchanged(tmp_path, path, contents)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
+def test_a_file_size_limit_keeps_the_old_checkpoint(tmp_path):
+    path, contents = old_checkpoint(tmp_path)
+    script = (
+        "import resource, signal, sys, tinynorm as tn\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+        "try:\n"
+        f"    tn.save({{'w': tn.zeros(100000), 'step': 2}}, {str(path)!r})\n"
+        "except OSError as error:\n"
+        "    sys.exit(3 if error.errno == 27 else 4)\n"  # EFBIG
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert_unchanged(tmp_path, path, contents)
+
+
+def test_a_failed_save_of_an_unsupported_object_writes_nothing(tmp_path):
+    path, contents = old_checkpoint(tmp_path)
+    with pytest.raises(TypeError):
+        io.save({"step": 2, "bad": object()}, path)
+    assert_unchanged(tmp_path, path, contents)
+
+
+def test_self_referencing_and_very_deep_structures_are_a_clear_error(tmp_path):
+    cyclic = {"a": [1, 2]}
+    cyclic["a"].append(cyclic)
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    for obj, message in ((cyclic, r"obj\['a'\]\[2\] contains itself"), (deep, f"more than {io.MAX_DEPTH} deep")):
+        with pytest.raises(ValueError, match=message):
+            io.save(obj, tmp_path / "x.npz")
+    assert os.listdir(tmp_path) == []
+    shared = [1]
+    io.save({"a": shared, "b": shared, "nested": [[[[shared]]]]}, tmp_path / "ok.npz")  # shared, not cyclic: fine
+
+
+def test_save_and_load_file_objects():
+    buffer = BytesIO()
+    io.save({"w": tn.arange(3), "name": "x"}, buffer)
+    buffer.seek(0)
+    loaded = io.load(buffer)
+    assert loaded["name"] == "x" and loaded["w"].numpy().tolist() == [0, 1, 2]
+
+
+class Unseekable:
+    def __init__(self, data):
+        self.stream = BytesIO(data)
+
+    def read(self, n=-1):
+        return self.stream.read(n)
+
+
+def test_load_reads_an_unseekable_stream(tmp_path):
+    path, _ = old_checkpoint(tmp_path)
+    assert io.load(Unseekable(path.read_bytes()))["step"] == 1
+
+
+# ------------------------------------------------------------------- load's PyTorch options
+def test_load_accepts_pytorchs_arguments_and_refuses_unpickling(tmp_path):
+    path, _ = old_checkpoint(tmp_path)
+    assert io.load(path, map_location="cpu", weights_only=True)["step"] == 1
+    assert io.load(path, weights_only=None)["step"] == 1  # PyTorch's "default", which is True
+    with pytest.raises(ValueError, match="weights_only=False would unpickle arbitrary objects"):
+        io.load(path, weights_only=False)
+    with pytest.raises(ValueError, match="pickle_module is not supported"):
+        io.load(path, pickle_module=pickle)
+    with pytest.raises(ValueError, match="mmap=True is not supported"):
+        io.load(path, mmap=True)
+    with pytest.raises(ValueError, match="device must be one of"):
+        io.load(path, map_location="tpu")
+
+
+def test_map_location_forms(tmp_path):
+    path = tmp_path / "m.npz"
+    io.save({"w": tn.ones(2)}, path)
+    seen = []
+
+    def keep_on_cpu(tensor, location):
+        seen.append(location)
+        return tensor
+
+    for map_location in ("cpu", {"cpu": "cpu"}, {"cuda:1": "cpu"}, keep_on_cpu, lambda storage, location: None):
+        assert io.load(path, map_location=map_location)["w"].device == "cpu"
+    assert seen == ["cpu"]
+    with pytest.raises(TypeError, match="map_location returned a str"):
+        io.load(path, map_location=lambda tensor, location: "cpu")
+
+
+# ----------------------------------------------------------------- hostile checkpoints
+def npy_member(shape, dtype, data):
+    """The bytes of a .npy file declaring ``shape`` and ``dtype`` but holding ``data``."""
+    header = BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": shape})
+    return header.getvalue() + data
+
+
+def write_checkpoint(path, tree, members, compression=zipfile.ZIP_STORED):
+    header = json.dumps({"format": io.FORMAT, "version": io.VERSION, "tree": tree}).encode()
+    with zipfile.ZipFile(path, "w", compression) as archive:
+        archive.writestr(io.STRUCTURE_KEY + ".npy", npy_member((len(header),), np.uint8, header))
+        for name, data in members.items():
+            archive.writestr(name + ".npy", data)
+
+
+def test_a_small_member_declaring_a_huge_array_is_refused_before_allocating(tmp_path):
+    path = tmp_path / "huge.npz"
+    write_checkpoint(path, {"tensor": "0"}, {"0": npy_member((2**40,), np.float64, b"\0" * 600)})
+    assert path.stat().st_size < 2000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"member '0.npy' declares a float64 array of shape \(1099511627776,\)"):
+            io.load(path)
+        assert tracemalloc.get_traced_memory()[1] < 10 * 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_compressed_member_claiming_more_than_deflate_can_expand_is_refused(tmp_path):
+    path = tmp_path / "bomb.npz"
+    write_checkpoint(path, {"tensor": "0"}, {"0": npy_member((2**22,), np.float64, b"\0" * 8 * 2**22)},
+                     compression=zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("0.npy")
+    data = bytearray(path.read_bytes())
+    end = data.rindex(b"PK\x05\x06")  # the end record gives where the central directory starts
+    entry = data.index(b"0.npy", int.from_bytes(data[end + 16:end + 20], "little")) - 46  # 46: its fixed fields
+    assert int.from_bytes(data[entry + 24:entry + 28], "little") == info.file_size  # the declared size
+    data[entry + 24:entry + 28] = (info.compress_size * 2000).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="member '0.npy' declares .* bytes but holds only"):
+        io.load(path)
+
+
+def test_a_member_that_is_not_npy_is_named_in_one_line(tmp_path):
+    path = tmp_path / "magic.npz"
+    write_checkpoint(path, {"tensor": "0"}, {"0": b"PK\x03\x04 not an array at all"})
+    with pytest.raises(ValueError) as error:
+        io.load(path)
+    message = str(error.value)
+    assert "\n" not in message and "magic.npz" in message and "member '0.npy' is not a .npy array" in message
+
+
+@pytest.mark.parametrize("depth", [io.MAX_DEPTH + 5, 3000, 100000])
+def test_a_deeply_nested_header_is_refused_cleanly(depth, tmp_path):
+    path = tmp_path / "deep.npz"
+    write_checkpoint(path, None, {})
+    nested = '{"list": [' * depth + "1" + "]}" * depth
+    header = ('{"format": "%s", "version": %d, "tree": %s}' % (io.FORMAT, io.VERSION, nested)).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(io.STRUCTURE_KEY + ".npy", npy_member((len(header),), np.uint8, header))
+    with pytest.raises(ValueError, match=f"nests more than {io.MAX_DEPTH} deep"):
+        io.load(path)
+
+
+def test_an_oversized_npy_header_is_refused(tmp_path):
+    path = tmp_path / "header.npz"
+    big_header = b"\x93NUMPY\x02\x00" + (200000).to_bytes(4, "little") + b"{" + b" " * 199999
+    write_checkpoint(path, {"tensor": "0"}, {"0": big_header})
+    with pytest.raises(ValueError, match="header.npz"):
         io.load(path)

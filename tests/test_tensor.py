@@ -128,7 +128,7 @@ def test_repr_shows_values_dtype_and_grad_fn():
     assert repr(tinynorm.tensor([1.0, 2.0])) == "tensor([1., 2.])"
     assert "dtype=float64" in repr(tinynorm.tensor([1.0], dtype="float64"))
     assert "requires_grad=True" in repr(tinynorm.ones(1, requires_grad=True))
-    assert "grad_fn=<MulBackward>" in repr(tinynorm.ones(1, requires_grad=True) * 2)
+    assert "grad_fn=<MulBackward0>" in repr(tinynorm.ones(1, requires_grad=True) * 2)
 
 
 def test_to_and_dtype_shortcuts():
@@ -147,7 +147,7 @@ def test_in_place_helpers():
     assert (t.numpy() == 3).all()
     t.copy_(np.eye(2))
     np.testing.assert_array_equal(t.numpy(), np.eye(2))
-    with pytest.raises(ValueError, match=r"\(3,\).*\(2, 2\)"):
+    with pytest.raises(RuntimeError, match=r"\[3\].*\[2, 2\]"):
         t.copy_(np.ones(3))
 
 

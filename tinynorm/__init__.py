@@ -18,11 +18,13 @@ from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first
 from . import autograd, cuda, data, distributed, models, nn, ops, optim
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
-    arange, empty, empty_like, full, full_like, ones, ones_like, rand, rand_like, randn, randn_like, zeros, zeros_like,
+    arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace, ones, ones_like, rand, rand_like,
+    randn, randn_like, zeros, zeros_like,
 )
 from .cuda import from_cuda_array
-from .dtypes import (
-    bool_, double, float, float16, float32, float64, get_default_dtype, half, int32, int64, long, set_default_dtype,
+from .dtypes import (  # noqa: A004  (int, float and bool are dtypes here, as in PyTorch)
+    bool, bool_, can_cast, double, float, float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
+    int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
 from .ops import (
     abs, amax, amin, argmax, argmin, cat, clamp, exp, flatten, log, log_softmax, matmul, maximum, mean, minimum,
@@ -30,6 +32,8 @@ from .ops import (
     var, where,
 )
 from .io import load, save
-from .random import manual_seed
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .sampling import bernoulli, multinomial, normal, randint, randint_like, randperm
+from . import utils  # noqa: E402  (tinynorm.utils.data builds on all of the above)
 
 __version__ = "0.1.0"

@@ -1,18 +1,21 @@
-"""Functions that make new tensors: ``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``randn``, ``rand``."""
+"""Functions that make new tensors: ``zeros``, ``ones``, ``full``, ``empty``, ``arange``, ``linspace``,
+``logspace``, ``eye``, ``randn``, ``rand``, the ``*_like`` variants, and ``from_numpy``."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from . import dtypes
+from .autograd import grad_mode
 from .backends import get_backend
-from .random import default_generator
+from .random import Generator, numpy_generator
 from .tensor import Tensor, resolve_device
 
 __all__ = [
-    "zeros", "ones", "full", "empty", "arange", "randn", "rand",
-    "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like",
+    "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "randn", "rand",
+    "zeros_like", "ones_like", "full_like", "empty_like", "randn_like", "rand_like", "from_numpy",
 ]
 
 
@@ -73,42 +76,184 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
 
 
 def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
-          generator: np.random.Generator | None = None) -> Tensor:
-    """Standard normal samples from the global generator (see ``tinynorm.manual_seed``)."""
-    gen = generator or default_generator()
-    return _make(gen.standard_normal(_shape(size)).astype(_dtype_or_default(dtype)), requires_grad, device)
+          generator: Generator | None = None) -> Tensor:
+    """Standard normal samples from ``generator`` (the global one by default, see ``tinynorm.manual_seed``)."""
+    dtype = floating_dtype(dtype, "randn")
+    rng = numpy_generator(generator, device, "randn")
+    return _make(rng.standard_normal(_shape(size)).astype(dtype), requires_grad, device)
 
 
 def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
-         generator: np.random.Generator | None = None) -> Tensor:
-    """Uniform samples in [0, 1) from the global generator."""
-    gen = generator or default_generator()
-    return _make(gen.random(_shape(size)).astype(_dtype_or_default(dtype)), requires_grad, device)
+         generator: Generator | None = None) -> Tensor:
+    """Uniform samples in [0, 1) from ``generator`` (the global one by default)."""
+    dtype = floating_dtype(dtype, "rand")
+    rng = numpy_generator(generator, device, "rand")
+    return _make(rng.random(_shape(size)).astype(dtype), requires_grad, device)
 
 
-def _like(fn: Any, other: Tensor, dtype: Any, requires_grad: bool, **kwargs: Any) -> Tensor:
-    return fn(*other.shape, dtype=dtype or other.dtype, requires_grad=requires_grad, device=other.device, **kwargs)
+def floating_dtype(dtype: Any, op: str) -> np.dtype:
+    """``dtype`` (the default dtype when None), which must be floating: ``op`` draws real numbers."""
+    dtype = _dtype_or_default(dtype)
+    if not dtypes.is_floating(dtype):
+        raise TypeError(f"{op}: dtype must be a floating-point dtype, got {dtype}")
+    return dtype
 
 
-def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _like(zeros, other, dtype, requires_grad)
+def _like(fn: Any, other: Tensor, dtype: Any, requires_grad: bool, device: Any, **kwargs: Any) -> Tensor:
+    device = other.device if device is None else device
+    return fn(*other.shape, dtype=dtype or other.dtype, requires_grad=requires_grad, device=device, **kwargs)
 
 
-def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _like(ones, other, dtype, requires_grad)
+def zeros_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, device: Any = None) -> Tensor:
+    return _like(zeros, other, dtype, requires_grad, device)
 
 
-def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _like(empty, other, dtype, requires_grad)
+def ones_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, device: Any = None) -> Tensor:
+    return _like(ones, other, dtype, requires_grad, device)
 
 
-def randn_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _like(randn, other, dtype, requires_grad)
+def empty_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, device: Any = None) -> Tensor:
+    return _like(empty, other, dtype, requires_grad, device)
 
 
-def rand_like(other: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _like(rand, other, dtype, requires_grad)
+def randn_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, device: Any = None,
+               generator: Generator | None = None) -> Tensor:
+    return _like(randn, other, dtype, requires_grad, device, generator=generator)
 
 
-def full_like(other: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(other.shape, fill_value, dtype=dtype or other.dtype, requires_grad=requires_grad, device=other.device)
+def rand_like(other: Tensor, dtype: Any = None, requires_grad: bool = False, *, device: Any = None,
+              generator: Generator | None = None) -> Tensor:
+    return _like(rand, other, dtype, requires_grad, device, generator=generator)
+
+
+def full_like(other: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False, *,
+              device: Any = None) -> Tensor:
+    device = other.device if device is None else device
+    return full(other.shape, fill_value, dtype=dtype or other.dtype, requires_grad=requires_grad, device=device)
+
+
+# ------------------------------------------------------------------ numpy, ranges, identity
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing ``ndarray``'s memory: a write through either one shows in the other."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    if not ndarray.dtype.isnative:
+        raise ValueError(f"from_numpy: the array's byte order ({ndarray.dtype.str}) is not the machine's; "
+                         "convert it first: array.astype(array.dtype.newbyteorder('='))")
+    if ndarray.dtype not in dtypes.SUPPORTED:
+        raise TypeError(f"from_numpy: can't convert an array of dtype {ndarray.dtype}; the supported dtypes are "
+                        f"{', '.join(map(str, dtypes.SUPPORTED))}")
+    if any(stride < 0 for stride in ndarray.strides):
+        raise ValueError("from_numpy: at least one stride of the array is negative, which tensors do not support "
+                         "(as in PyTorch); pass a copy: array.copy()")
+    if not ndarray.flags.writeable:
+        warnings.warn("from_numpy: the array is read-only, so writing to the tensor will raise; copy the array "
+                      "or make it writable first if you need to write", UserWarning, stacklevel=2)
+    return Tensor._from_array(ndarray, "cpu")
+
+
+def linspace(start: Any, end: Any, steps: int, *, out: Tensor | None = None, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (default dtype float32).
+
+    Computed as PyTorch's CPU kernel does: the first half counts up from ``start``, the second half
+    down from ``end``, in the result's dtype (float64 steps, then truncation, for integer dtypes).
+    """
+    steps = _count(steps, "linspace", "steps")
+    dtype, device = _out_defaults(out, dtype, device, "linspace")
+    values = _evenly_spaced(_scalar(start, "linspace", "start"), _scalar(end, "linspace", "end"), steps, dtype)
+    return write_out(out, _make(values.astype(dtype), requires_grad, device), "linspace")
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, out: Tensor | None = None, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``base ** linspace(start, end, steps)``, with the power taken in the result's dtype as PyTorch does."""
+    steps = _count(steps, "logspace", "steps")
+    dtype, device = _out_defaults(out, dtype, device, "logspace")
+    exponents = _evenly_spaced(_scalar(start, "logspace", "start"), _scalar(end, "logspace", "end"), steps, dtype)
+    base = _scalar(base, "logspace", "base")
+    base = dtype.type(base) if dtypes.is_floating(dtype) else np.float64(int(base))
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.power(base, exponents).astype(dtype)
+    return write_out(out, _make(values, requires_grad, device), "logspace")
+
+
+def eye(n: int, m: int | None = None, *, out: Tensor | None = None, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """An ``n x m`` matrix (``n x n`` by default) with ones on the diagonal and zeros elsewhere."""
+    n = _count(n, "eye", "n")
+    m = n if m is None else _count(m, "eye", "m")
+    dtype, device = _out_defaults(out, dtype, device, "eye")
+    return write_out(out, _make(np.eye(n, m, dtype=dtype), requires_grad, device), "eye")
+
+
+def _evenly_spaced(start: Any, end: Any, steps: int, dtype: np.dtype) -> np.ndarray:
+    """PyTorch's linspace values before the final cast: in ``dtype`` for floats, float64 for integers."""
+    if dtype == dtypes.bool_:
+        raise TypeError("linspace/logspace: dtype bool is not supported; use a numeric dtype")
+    if dtypes.is_floating(dtype):
+        compute, start, end = dtype.type, dtype.type(start), dtype.type(end)
+    else:
+        compute, start, end = np.float64, np.float64(int(start)), np.float64(int(end))  # int(): C++'s truncation
+    if steps == 1:
+        return np.full(1, start, dtype=compute)
+    index = np.arange(steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = (end - start) / compute(steps - 1)
+        rising = start + step * index.astype(compute)
+        falling = end - step * (steps - 1 - index).astype(compute)
+    return np.where(index < steps // 2, rising, falling)
+
+
+def _count(value: Any, op: str, name: str) -> int:
+    """``value`` as a non-negative int: a size or a number of steps."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise RuntimeError(f"{op}: {name} must be greater or equal to 0, got {value}")
+    return int(value)
+
+
+def _scalar(value: Any, op: str, name: str) -> Any:
+    """A real number given as a Python/numpy number or a one-element tensor."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"{op}: {name} must be a number or a 0-dimensional tensor, got shape {value.shape}")
+        value = value.item()
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__}")
+    return value
+
+
+def _out_defaults(out: Tensor | None, dtype: Any, device: Any, op: str,
+                  default_dtype: np.dtype | None = None) -> tuple[np.dtype, str]:
+    """The dtype and device of a new result: as given, else ``out``'s, else the defaults (the default
+    floating dtype unless ``default_dtype`` is given)."""
+    if out is None:
+        dtype = default_dtype if dtype is None else dtype
+        return _dtype_or_default(dtype), resolve_device(device or "cpu")
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    if dtype is not None and dtypes.as_dtype(dtype) != out.dtype:
+        raise RuntimeError(f"{op}: dtype {dtypes.as_dtype(dtype)} does not match the dtype of out ({out.dtype})")
+    if device is not None and resolve_device(device) != out.device:
+        raise RuntimeError(f"{op}: device {device!r} does not match the device of out ({out.device})")
+    return out.dtype, out.device
+
+
+def write_out(out: Tensor | None, result: Tensor, op: str) -> Tensor:
+    """``result``, or ``out`` holding its values (PyTorch's ``out=``): ``out`` must not require grad and
+    must have the result's shape, or no elements (it then takes the result's shape)."""
+    if out is None:
+        return result
+    if (out.requires_grad or result.requires_grad) and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad")
+    if out.shape == result.shape:
+        out.copy_(result)
+    elif out.numel() == 0:
+        out.data = result
+    else:
+        raise RuntimeError(f"{op}: out has shape {out.shape} but the result has shape {result.shape}; pass an out "
+                           "of that shape or an empty one")
+    return out

@@ -1,10 +1,16 @@
 """``Tensor``: an array on a device, plus what autograd needs to differentiate through it.
 
-A tensor holds its values in ``data`` (a numpy array on the CPU, a device array on the GPU). If it
+A tensor holds its values in ``array`` (a numpy array on the CPU, a ``CudaArray`` on the GPU). If it
 ``requires_grad``, operations on it are recorded: a tensor computed by an op keeps that op's node in
 ``grad_fn``, and ``backward()`` walks those nodes back to the leaves (tensors created by the user,
 such as parameters), adding gradients into their ``.grad``. The math of every op lives in
 ``tinynorm.ops``; the methods here are thin, PyTorch-named doorways to it.
+
+Memory can be shared, as in PyTorch: a view (``view``, ``reshape`` where possible, basic indexing,
+``transpose``, ``expand``, ``detach`` ...) shows the same memory through another shape, and an in-place
+op (``add_``, ``+=``, ``x[i] = v``) writes into it, so every tensor sharing that memory sees the change.
+Tensors that share memory share one :class:`VersionCounter`, which each in-place write bumps; autograd
+uses it to refuse gradients computed from values that have changed since (``docs/autograd.md``).
 """
 from __future__ import annotations
 
@@ -20,10 +26,22 @@ Shape = tuple[int, ...]
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
+class VersionCounter:
+    """How many in-place writes a piece of memory has had; one counter is shared by all the tensors that
+    view that memory (a tensor, its views, ``detach()``), and made only when first needed."""
+
+    __slots__ = ("value",)
+    writes = 0  # in-place writes in this process so far: a graph node saved after the last one needs no check
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class Tensor:
     """A multi-dimensional array with reverse-mode autograd. Create one with ``tinynorm.tensor``."""
 
-    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "__weakref__")
+    __slots__ = ("array", "requires_grad", "grad", "grad_fn", "device", "_accumulator", "_version_counter", "_view",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy defers to Tensor's operators: ndarray * Tensor -> Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, device: str = "cpu") -> None:
@@ -32,12 +50,14 @@ class Tensor:
         self.grad: Tensor | None = None
         self.grad_fn = None
         self._accumulator = None
+        self._version_counter: VersionCounter | None = None
+        self._view: tuple[Tensor, tuple] | None = None  # (base, steps) for a view, see _become_view_of
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
 
-    @classmethod
-    def _from_array(cls, data: Any, device: str = "cpu") -> "Tensor":
+    @staticmethod
+    def _from_array(data: Any, device: str = "cpu") -> "Tensor":
         """Wrap a backend array without checks or copies (the fast path used by ops)."""
         tensor = object.__new__(Tensor)
         tensor.array = data
@@ -45,8 +65,24 @@ class Tensor:
         tensor.grad = None
         tensor.grad_fn = None
         tensor._accumulator = None
+        tensor._version_counter = None
+        tensor._view = None
         tensor.requires_grad = False
         return tensor
+
+    def __getstate__(self) -> dict:
+        """What pickling and ``copy.deepcopy`` keep: the values, device, ``requires_grad`` and ``grad``.
+        A tensor computed by an op is refused, as in PyTorch: its graph is not part of its state."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment. If you were attempting to deepcopy a module, this may be "
+                               "because of a torch.nn.utils.weight_norm usage, see detach().")
+        return {"values": self.numpy() if self.device != "cpu" else self.array, "device": self.device,
+                "requires_grad": self.requires_grad, "grad": self.grad}
+
+    def __setstate__(self, state: dict) -> None:
+        Tensor.__init__(self, get_backend(state["device"]).from_numpy(state["values"]), device=state["device"])
+        self.requires_grad, self.grad = state["requires_grad"], state["grad"]
 
     # ----------------------------------------------------------------------------- attributes
     @property
@@ -70,8 +106,22 @@ class Tensor:
         return self.grad_fn is None
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> "Tensor":  # noqa: N802
+        """The dims in reverse order (a view)."""
         return _ops.permute(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def _base(self) -> "Tensor | None":
+        """The tensor whose memory this view shows (None unless this is a view), as in PyTorch."""
+        return None if self._view is None else self._view[0]
+
+    @property
+    def _view_steps(self) -> tuple:
+        """How this view is derived from its base: ``(view op, arguments, keyword arguments)`` per step."""
+        return () if self._view is None else self._view[1]
+
+    def _is_view(self) -> bool:
+        return self._view is not None
 
     def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self.shape[dim]
@@ -146,59 +196,114 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf tensor as a variable whose gradient ``backward()`` should compute."""
         if requires_grad and not dtypes.is_floating(self.dtype):
-            raise TypeError(
-                f"only floating-point tensors can require gradients, got dtype {self.dtype}; "
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients, got dtype {self.dtype}; "
                 f"convert first, e.g. x.float()"
             )
         if not requires_grad and self.grad_fn is not None:
-            raise RuntimeError("requires_grad_(False) on a non-leaf tensor: use .detach() instead")
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
         self.requires_grad = bool(requires_grad)
         return self
 
-    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
-        """Add d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad.
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Any = None) -> None:
+        """Add d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad (of ``inputs`` only,
+        when given).
 
         ``gradient`` is the upstream gradient (same shape as ``self``); it may be omitted for a
         one-element tensor such as a loss.
         """
-        _engine.backward(self, gradient, retain_graph)
+        if create_graph:
+            raise RuntimeError("backward(create_graph=True) is not supported: tinynorm records no graph of "
+                               "backward itself, so it has no higher-order gradients (docs/differences.md)")
+        _engine.backward(self, gradient, bool(retain_graph), inputs)
 
     def detach(self) -> "Tensor":
-        """The same values (shared memory), cut from the graph."""
-        return Tensor._from_array(self.array, self.device)
+        """The same values (shared memory and version counter), cut from the graph."""
+        detached = Tensor._from_array(self.array, self.device)
+        detached._version_counter = self._counter()
+        return detached
+
+    def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph, in place: it becomes a leaf that does not require grad."""
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn, self.requires_grad = None, False
+        return self
 
     @property
     def data(self) -> "Tensor":
         """The values as a tensor that shares this one's memory, cut from the graph
-        (``requires_grad=False``); writes through it are not seen by autograd."""
+        (``requires_grad=False``). Writes through it are invisible to autograd: it has a version
+        counter of its own, as in PyTorch."""
         return Tensor._from_array(self.array, self.device)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        """Make this tensor hold ``value``'s memory (shape and dtype may change), keeping its identity."""
         if not isinstance(value, Tensor):
             raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
         self.array, self.device = value.array, value.device
 
-    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> Callable[[], None]:
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's memory has had."""
+        return 0 if self._version_counter is None else self._version_counter.value
+
+    def _counter(self) -> VersionCounter:
+        """This tensor's version counter, made on first use."""
+        if self._version_counter is None:
+            self._version_counter = VersionCounter()
+        return self._version_counter
+
+    def _bump_version(self) -> None:
+        """Record an in-place write of this tensor's memory (ops and optimizers call this)."""
+        self._counter().value += 1
+        VersionCounter.writes += 1
+
+    def _become_view_of(self, source: "Tensor", step: tuple) -> None:
+        """Make this tensor (whose array shares ``source``'s memory) a view of ``source``'s base; ``step``
+        is ``(view op, its arguments, its keyword arguments)``, how this one was made from ``source``."""
+        self._version_counter = source._counter()
+        if source._view is None:
+            self._view = (source, (step,))
+        else:
+            base, steps = source._view
+            self._view = (base, steps + (step,))
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it.
 
-        Returns a function that removes the hook.
+        Returns a handle whose ``remove()`` removes the hook.
         """
         if not self.requires_grad:
-            raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node = _function._node_of(self)
+        if not node.hooks:
+            node.hooks = []
         node.hooks.append(hook)
-        return lambda: node.hooks.remove(hook)
+        return RemovableHandle(node.hooks, hook)
 
     def retain_grad(self) -> None:
         """Keep the gradient of this non-leaf tensor in ``.grad`` after backward (as PyTorch)."""
-        if self.grad_fn is None:
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
             return
 
         def store(grad: Tensor) -> None:
             self.grad = grad if self.grad is None else Tensor._from_array(self.grad.array + grad.array, self.device)
 
+        store.retains_grad = True  # type: ignore[attr-defined]
         self.register_hook(store)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether :meth:`retain_grad` was called on this non-leaf tensor."""
+        return self.grad_fn is not None and any(getattr(hook, "retains_grad", False) for hook in self.grad_fn.hooks)
 
     # ----------------------------------------------------------------------- dtype and device
     def to(self, *args: Any, dtype: Any = None, device: Any = None) -> "Tensor":
@@ -236,28 +341,104 @@ class Tensor:
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
 
-    # ---------------------------------------------------------------- in place (no autograd)
+    # -------------------------------------------------------------------------------- in place
+    # Each writes into this tensor's memory and returns the tensor itself; ``tinynorm.ops.inplace`` says
+    # how autograd records them.
+    def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return _inplace.arithmetic_(self, "add", other, alpha)
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return _inplace.arithmetic_(self, "subtract", other, alpha)
+
+    def mul_(self, other: Any) -> "Tensor":
+        return _inplace.arithmetic_(self, "multiply", other)
+
+    def div_(self, other: Any) -> "Tensor":
+        return _inplace.arithmetic_(self, "true_divide", other)
+
+    def pow_(self, exponent: Any) -> "Tensor":
+        return _inplace.arithmetic_(self, "power", exponent)
+
+    def neg_(self) -> "Tensor":
+        return _inplace.unary_(self, "negative")
+
+    def exp_(self) -> "Tensor":
+        return _inplace.unary_(self, "exp")
+
+    def log_(self) -> "Tensor":
+        return _inplace.unary_(self, "log")
+
+    def sqrt_(self) -> "Tensor":
+        return _inplace.unary_(self, "sqrt")
+
+    def rsqrt_(self) -> "Tensor":
+        return _inplace.modify(self, _ops.rsqrt)
+
+    def abs_(self) -> "Tensor":
+        return _inplace.unary_(self, "abs")
+
+    def tanh_(self) -> "Tensor":
+        return _inplace.unary_(self, "tanh")
+
+    def sigmoid_(self) -> "Tensor":
+        return _inplace.modify(self, _ops.sigmoid)
+
+    def relu_(self) -> "Tensor":
+        return _inplace.modify(self, _ops.relu)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
+        return _inplace.clamp_(self, min, max)
+
+    def clamp_min_(self, min: Any) -> "Tensor":  # noqa: A002
+        return _inplace.clamp_(self, min, None)
+
+    def clamp_max_(self, max: Any) -> "Tensor":  # noqa: A002
+        return _inplace.clamp_(self, None, max)
+
+    clip_ = clamp_
+
+    def masked_fill_(self, mask: Any, value: Any) -> "Tensor":
+        return _inplace.masked_fill_(self, mask, value)
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> "Tensor":
+        """Copy ``src`` (a tensor on any device, or host data; broadcast and cast) into this tensor."""
+        return _inplace.copy_(self, src)
+
+    def fill_(self, value: Any) -> "Tensor":
+        return _inplace.fill_(self, value)
+
     def zero_(self) -> "Tensor":
-        self.array[...] = 0
-        return self
+        return _inplace.fill_(self, 0)
 
-    def fill_(self, value: float) -> "Tensor":
-        self.array[...] = value
-        return self
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
+        return _inplace.normal_(self, mean, std, generator)
 
-    def copy_(self, source: Any) -> "Tensor":
-        """Copy values into this tensor's storage (casting to its dtype), from a tensor on any device
-        or from host data; not recorded by autograd."""
-        if isinstance(source, Tensor):
-            values = source.array if source.device == self.device else source.detach().to(self.device).array
-        elif self.device == "cpu":
-            values = source
-        else:
-            values = self._backend.from_numpy(np.asarray(source, dtype=self.dtype))
-        if tuple(np.shape(values)) != self.shape:
-            raise ValueError(f"copy_: source has shape {tuple(np.shape(values))}, expected {self.shape}")
-        self.array[...] = values
-        return self
+    def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> "Tensor":
+        return _inplace.uniform_(self, from_, to, generator)
+
+    def bernoulli_(self, p: float = 0.5, *, generator: Any = None) -> "Tensor":
+        return _inplace.bernoulli_(self, p, generator)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        _inplace.setitem(self, index, value)
+
+    def __iadd__(self, other: Any) -> "Tensor":
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return self.div_(other)
+
+    def __ipow__(self, exponent: Any) -> "Tensor":
+        return self.pow_(exponent)
+
+    def __imatmul__(self, other: Any) -> "Tensor":
+        return _inplace.modify(self, _ops.matmul, other)
 
     # ------------------------------------------------------------------------------ operators
     def __add__(self, other: Any) -> "Tensor":
@@ -398,12 +579,21 @@ class Tensor:
     def log_softmax(self, dim: int) -> "Tensor":
         return _ops.log_softmax(self, dim)
 
+    # -------------------------------------------------------------------- shape (views where possible)
     def reshape(self, *shape: Any) -> "Tensor":
+        """This tensor in another shape: a view of the same memory when the strides allow it, else a copy."""
         return _ops.reshape(self, _shape_args(shape))
 
     def view(self, *shape: Any) -> "Tensor":
-        """Same as :meth:`reshape` (tinynorm tensors have no view/copy distinction to track)."""
-        return _ops.reshape(self, _shape_args(shape))
+        """A view of the same memory in another shape; RuntimeError when the strides do not allow one
+        (then use :meth:`reshape`, which copies)."""
+        return _ops.view(self, _shape_args(shape))
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return self.view(other.shape)
+
+    def reshape_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
         return _ops.flatten(self, start_dim, end_dim)
@@ -411,20 +601,49 @@ class Tensor:
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
         return _ops.transpose(self, dim0, dim1)
 
+    def t(self) -> "Tensor":
+        """The transpose of a tensor of at most 2 dims (a view)."""
+        return _ops.t(self)
+
+    @property
+    def mT(self) -> "Tensor":  # noqa: N802  (PyTorch's name)
+        """The last two dims swapped (a view): the matrix transpose of each matrix in a batch."""
+        return _ops.transpose(self, -2, -1)
+
     def permute(self, *dims: Any) -> "Tensor":
         return _ops.permute(self, _shape_args(dims))
 
     def unsqueeze(self, dim: int) -> "Tensor":
         return _ops.unsqueeze(self, dim)
 
-    def squeeze(self, dim: int | None = None) -> "Tensor":
+    def squeeze(self, dim: Any = None) -> "Tensor":
         return _ops.squeeze(self, dim)
 
     def expand(self, *shape: Any) -> "Tensor":
         return _ops.expand(self, _shape_args(shape))
 
+    def expand_as(self, other: "Tensor") -> "Tensor":
+        return _ops.expand(self, other.shape)
+
+    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+        return _ops.narrow(self, dim, start, length)
+
+    def unbind(self, dim: int = 0) -> tuple["Tensor", ...]:
+        return _ops.unbind(self, dim)
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple["Tensor", ...]:
+        return _ops.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple["Tensor", ...]:
+        return _ops.chunk(self, chunks, dim)
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in memory in row-major order, back to back."""
+        return self._backend.is_contiguous(self.array)
+
     def contiguous(self) -> "Tensor":
-        return self
+        """This tensor if it is contiguous, else a contiguous copy (recorded by autograd)."""
+        return self if self.is_contiguous() else _ops.clone(self, contiguous=True)
 
     def clone(self) -> "Tensor":
         return _ops.clone(self)
@@ -495,16 +714,22 @@ def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor`, but shares memory where it can: a tensor that already has the dtype and
-    device is returned as is, and a CUDA array (``__cuda_array_interface__``) is wrapped without a copy
-    when it needs no conversion."""
+    device is returned as is, and a numpy array on the CPU or a CUDA array (``__cuda_array_interface__``)
+    is wrapped without a copy when it needs no conversion."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
     if hasattr(data, "__cuda_array_interface__"):
         return _cuda.from_cuda_array(data).to(dtype=dtype, device=device)
+    if (isinstance(data, np.ndarray) and canonical_device(device or "cpu") == "cpu"
+            and (dtype is None or dtypes.as_dtype(dtype) == data.dtype)):
+        from .creation import from_numpy  # creation builds on this module
+        return from_numpy(data)  # shares the array's memory, as PyTorch's as_tensor does
     return tensor(data, dtype=dtype, device=device or "cpu")
 
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor)
+from .ops import inplace as _inplace  # noqa: E402
 from .autograd import engine as _engine  # noqa: E402
 from .autograd import function as _function  # noqa: E402
+from .autograd.hooks import RemovableHandle  # noqa: E402
 from . import cuda as _cuda  # noqa: E402  (imports numba.cuda only when first used)

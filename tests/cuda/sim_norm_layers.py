@@ -44,7 +44,8 @@ def _randomize(layer, rng):
         tensor = getattr(layer, name, None)
         if tensor is not None:
             low = 0.5 if name in ("weight", "running_var") else -1.0
-            tensor.copy_(tn.tensor(rng.uniform(low, low + 1.0, tensor.shape).astype(np.float32)))
+            with tn.no_grad():
+                tensor.copy_(tn.tensor(rng.uniform(low, low + 1.0, tensor.shape).astype(np.float32)))
     return layer
 
 

@@ -333,3 +333,7 @@ def test_backward_shape_errors():
     y, argmax = max_pool2d_forward(x, 2)
     with pytest.raises(ValueError, match="argmax holds indices outside"):
         max_pool2d_backward(np.ones_like(y), argmax + 36, x.shape)
+    with pytest.raises(TypeError, match="argmax must hold integer indices .*got dtype float64"):
+        max_pool2d_backward(np.ones_like(y), argmax + 0.7, x.shape)  # truncated, it would pass the range check
+    with pytest.raises(TypeError, match="argmax must be a numpy.ndarray, got list"):
+        max_pool2d_backward(np.ones_like(y), argmax.tolist(), x.shape)

@@ -107,6 +107,7 @@ def test_scaled_loss_gradient_arrives_as_a_numpy_scalar():
     (lambda x, t: cross_entropy_forward(x, t.astype(np.float32)), "target must hold integer class indices"),
     (lambda x, t: cross_entropy_forward(x, t[:3]), r"target must have shape \(6,\)"),
     (lambda x, t: cross_entropy_forward(x, t, label_smoothing=1.5), r"label_smoothing must be in \[0, 1\]"),
+    (lambda x, t: cross_entropy_forward(x, t, label_smoothing="0.1"), r"label_smoothing must be a number, got '0.1'"),
     (lambda x, t: cross_entropy_forward(list(x), t), "logits must be a numpy.ndarray, got list"),
     (lambda x, t: cross_entropy_backward(np.ones(6, np.float32), x, np.ones(5, np.float32), t),
      r"lse must have shape \(6,\)"),
@@ -118,6 +119,21 @@ def test_bad_arguments_raise_clear_errors(call, message):
     x, target, _ = case(np.float32)
     with pytest.raises((TypeError, ValueError), match=message):
         call(x, target)
+
+
+@pytest.mark.parametrize("bad", [-3, -1, 9])
+def test_targets_out_of_range_raise_index_error_not_wrap(bad):
+    """Called directly, the kernels refuse a class index outside [0, C) (numpy would wrap -3 to the
+    third class from the end), both ways; ignore_index itself is fine, even when negative."""
+    x, target, _ = case(np.float32)
+    _, lse = cross_entropy_forward(x, target, IGNORE)
+    target[2] = bad
+    with pytest.raises(IndexError, match=rf"target {bad} is out of bounds: class indices must be in \[0, 9\)"):
+        cross_entropy_forward(x, target, IGNORE)
+    with pytest.raises(IndexError, match=rf"target {bad} is out of bounds"):
+        cross_entropy_backward(np.ones(6, np.float32), x, lse, target, IGNORE)
+    target[1] = 0  # case() made it IGNORE
+    assert cross_entropy_forward(x, target, ignore_index=bad)[0][2] == 0
 
 
 @pytest.mark.parametrize("ignore_index", [None, -100, 2])

@@ -1,4 +1,6 @@
-"""The fused normalization kernels against float64 numpy references written here, and against PyTorch.
+"""The fused normalization kernels against the float64 numpy references of
+:mod:`tinynorm.kernels.reference` (themselves checked against finite differences and PyTorch), and
+against PyTorch.
 
 Shapes are chosen to reach both the serial path and the parallel path (>= PARALLEL_THRESHOLD elements).
 Gradients always use a random upstream gradient: ``out.sum()`` is blind for mean-centred norms.
@@ -7,6 +9,7 @@ import numba
 import numpy as np
 import pytest
 
+from tinynorm.kernels import reference
 from tinynorm.kernels.cpu import _shared, batch_norm, group_norm, layer_norm, rms_norm
 from tinynorm.kernels.cpu._config import PARALLEL_THRESHOLD
 from tinynorm.kernels.cpu.batch_norm import (batch_norm_backward, batch_norm_backward_elemt,
@@ -39,71 +42,7 @@ def affine(channels, dtype, rng, with_affine):
     return random(channels, dtype, rng, 1.0, 0.5), random(channels, dtype, rng)
 
 
-def f64(a):
-    return None if a is None else a.astype(np.float64)
-
-
-# ---------------------------------------------------------------- float64 references
-def ref_standardize(x, axes, eps):
-    """(xhat, mean, rstd) normalizing over ``axes``, float64."""
-    mean = x.mean(axis=axes, keepdims=True)
-    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
-    return (x - mean) * rstd, mean, rstd
-
-
-def ref_standardize_grad(g, xhat, rstd, axes):
-    """Gradient through ``xhat`` given ``g = dL/dxhat``."""
-    return rstd * (g - g.mean(axis=axes, keepdims=True) - xhat * (g * xhat).mean(axis=axes, keepdims=True))
-
-
-def ref_layer_norm(x, w, b, dy, eps=EPS):
-    x, dy = f64(x), f64(dy)
-    w = np.ones(x.shape[1]) if w is None else f64(w)
-    b = np.zeros(x.shape[1]) if b is None else f64(b)
-    xhat, mean, rstd = ref_standardize(x, 1, eps)
-    dx = ref_standardize_grad(dy * w, xhat, rstd, 1)
-    return xhat * w + b, mean[:, 0], rstd[:, 0], dx, (dy * xhat).sum(0), dy.sum(0)
-
-
-def ref_rms_norm(x, w, dy, eps=EPS):
-    x, dy = f64(x), f64(dy)
-    w = np.ones(x.shape[1]) if w is None else f64(w)
-    rstd = 1.0 / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
-    xhat, g = x * rstd, dy * w
-    dx = rstd * (g - xhat * (g * xhat).mean(axis=1, keepdims=True))
-    return xhat * w, rstd[:, 0], dx, (dy * xhat).sum(0)
-
-
-def ref_group_norm(x, groups, w, b, dy, eps=EPS):
-    x, dy = f64(x), f64(dy)
-    n, c, s = x.shape
-    w = np.ones(c) if w is None else f64(w)
-    b = np.zeros(c) if b is None else f64(b)
-    xg = x.reshape(n, groups, -1)
-    xhat, mean, rstd = ref_standardize(xg, 2, eps)
-    xhat = xhat.reshape(x.shape)
-    g = (dy * w[:, None]).reshape(n, groups, -1)
-    dx = ref_standardize_grad(g, xhat.reshape(n, groups, -1), rstd, 2).reshape(x.shape)
-    y = xhat * w[:, None] + b[:, None]
-    return y, mean[..., 0], rstd[..., 0], dx, (dy * xhat).sum((0, 2)), dy.sum((0, 2))
-
-
-def ref_batch_norm(x, w, b, dy, training, eps=EPS):
-    """Training uses the batch statistics; eval uses fixed 'running' ones (mean 0.1, var 2)."""
-    x, dy = f64(x), f64(dy)
-    c = x.shape[1]
-    w = np.ones(c) if w is None else f64(w)
-    b = np.zeros(c) if b is None else f64(b)
-    if training:
-        xhat, mean, rstd = ref_standardize(x, (0, 2), eps)
-        dx = ref_standardize_grad(dy * w[:, None], xhat, rstd, (0, 2))
-    else:
-        mean, rstd = np.full((1, c, 1), 0.1), np.full((1, c, 1), 1 / np.sqrt(2.0 + eps))
-        xhat = (x - mean) * rstd
-        dx = dy * w[:, None] * rstd
-    return xhat * w[:, None] + b[:, None], mean.ravel(), rstd.ravel(), dx, (dy * xhat).sum((0, 2)), dy.sum((0, 2))
-
-
+# ---------------------------------------------------------------- the references themselves
 def numeric_grad(f, x, dy, h=1e-6):
     """d(sum(f(x) * dy))/dx by central differences, float64."""
     grad = np.zeros_like(x)
@@ -115,24 +54,97 @@ def numeric_grad(f, x, dy, h=1e-6):
     return grad
 
 
-def test_reference_gradients_match_finite_differences():
-    """The analytic references the kernels are tested against are themselves right."""
-    rng = np.random.default_rng(0)
-    x2, dy2, w = rng.standard_normal((3, 5)), rng.standard_normal((3, 5)), rng.standard_normal(5)
-    np.testing.assert_allclose(ref_layer_norm(x2, w, None, dy2)[3],
-                               numeric_grad(lambda x: ref_layer_norm(x, w, None, dy2)[0], x2, dy2), atol=1e-6)
-    np.testing.assert_allclose(ref_rms_norm(x2, w, dy2)[2],
-                               numeric_grad(lambda x: ref_rms_norm(x, w, dy2)[0], x2, dy2), atol=1e-6)
-    x3, dy3, wc = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 3)), rng.standard_normal(4)
-    np.testing.assert_allclose(ref_group_norm(x3, 2, wc, None, dy3)[3],
-                               numeric_grad(lambda x: ref_group_norm(x, 2, wc, None, dy3)[0], x3, dy3), atol=1e-6)
-    for training in (True, False):
-        np.testing.assert_allclose(
-            ref_batch_norm(x3, wc, None, dy3, training)[3],
-            numeric_grad(lambda x: ref_batch_norm(x, wc, None, dy3, training)[0], x3, dy3), atol=1e-6)
+def reference_cases():
+    """(name, forward(x, w, b) -> y, backward(dy, x, w) -> (dx, dw[, db]), x shape, parameter size)."""
+    def rows(forward, backward):
+        return lambda dy, x, w: backward(dy, x, *forward(x, w, None, EPS)[1:], w)
+
+    def batch_norm(training):
+        def stats(x):
+            return reference.batch_norm_stats(x) if training else (np.full(4, 0.3), np.full(4, 1.7))
+
+        def forward(x, w, b):
+            mean, var = stats(x)
+            return reference.batch_norm_forward(x, mean, 1 / np.sqrt(var + EPS), w, b)
+
+        def backward(dy, x, w):
+            mean, var = stats(x)
+            return reference.batch_norm_backward(dy, x, mean, 1 / np.sqrt(var + EPS), w, training)
+        return forward, backward
+
+    return [
+        ("layer_norm", lambda x, w, b: reference.layer_norm_forward(x, w, b, EPS)[0],
+         rows(reference.layer_norm_forward, reference.layer_norm_backward), (3, 5), 5),
+        ("rms_norm", lambda x, w, b: reference.rms_norm_forward(x, w, EPS)[0],
+         lambda dy, x, w: reference.rms_norm_backward(dy, x, reference.rms_norm_forward(x, w, EPS)[1], w), (3, 5), 5),
+        ("group_norm", lambda x, w, b: reference.group_norm_forward(x, 2, w, b, EPS)[0],
+         lambda dy, x, w: reference.group_norm_backward(dy, x, *reference.group_norm_forward(x, 2, w, None, EPS)[1:],
+                                                        2, w), (2, 4, 3), 4),
+        ("instance_norm", lambda x, w, b: reference.instance_norm_forward(x, w, b, EPS)[0],
+         lambda dy, x, w: reference.instance_norm_backward(dy, x, *reference.instance_norm_forward(x, w, None, EPS)[1:],
+                                                           w), (2, 4, 3), 4),
+        ("batch_norm-train", *batch_norm(True), (3, 4, 2), 4),
+        ("batch_norm-eval", *batch_norm(False), (3, 4, 2), 4),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6), ids=[c[0] for c in reference_cases()])
+def test_reference_gradients_match_finite_differences(index):
+    """Every reference backward (input, weight and bias gradients) against float64 central differences
+    of its forward, with a random upstream gradient."""
+    rng = np.random.default_rng(index)
+    _, forward, backward, shape, size = reference_cases()[index]
+    x, dy = rng.standard_normal(shape) * 2 + 0.5, rng.standard_normal(shape)
+    w, b = rng.standard_normal(size) + 1, rng.standard_normal(size)
+    grads = backward(dy, x, w)
+    np.testing.assert_allclose(grads[0], numeric_grad(lambda v: forward(v, w, b), x, dy), atol=1e-6)
+    np.testing.assert_allclose(grads[1], numeric_grad(lambda v: forward(x, v, b), w, dy), atol=1e-6)
+    if len(grads) == 3:
+        np.testing.assert_allclose(grads[2], numeric_grad(lambda v: forward(x, w, v), b, dy), atol=1e-6)
+
+
+def test_reference_running_update_matches_torch():
+    """The reference's running-statistics update is PyTorch's: unbiased variance, momentum weights."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 4, 5)) + 2
+    running_mean, running_var = rng.standard_normal(4), rng.uniform(0.5, 2.0, 4)
+    torch_mean, torch_var = torch.tensor(running_mean), torch.tensor(running_var)
+    torch.nn.functional.batch_norm(torch.tensor(x), torch_mean, torch_var, training=True, momentum=0.3)
+    want = reference.batch_norm_update_running(running_mean, running_var, *reference.batch_norm_stats(x), 30, 0.3)
+    np.testing.assert_allclose(want[0], torch_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(want[1], torch_var.numpy(), rtol=1e-12)
 
 
 # ---------------------------------------------------------------- against the references
+def ref_layer_norm(x, w, b, dy, eps=EPS):
+    """The reference's (y, mean, rstd, dx, dweight, dbias)."""
+    y, mean, rstd = reference.layer_norm_forward(x, w, b, eps)
+    return (y, mean, rstd, *reference.layer_norm_backward(dy, x, mean, rstd, w))
+
+
+def ref_rms_norm(x, w, dy, eps=EPS):
+    y, rstd = reference.rms_norm_forward(x, w, eps)
+    return (y, rstd, *reference.rms_norm_backward(dy, x, rstd, w))
+
+
+def ref_group_norm(x, groups, w, b, dy, eps=EPS):
+    y, mean, rstd = reference.group_norm_forward(x, groups, w, b, eps)
+    return (y, mean, rstd, *reference.group_norm_backward(dy, x, mean, rstd, groups, w))
+
+
+RUNNING_MEAN, RUNNING_VAR = 0.1, 2.0  # the fixed 'running' statistics of the evaluation cases
+
+
+def ref_batch_norm(x, w, b, dy, training, eps=EPS):
+    channels = x.shape[1]
+    mean, var = reference.batch_norm_stats(x) if training else (np.full(channels, RUNNING_MEAN),
+                                                                  np.full(channels, RUNNING_VAR))
+    rstd = 1 / np.sqrt(var + eps)
+    y = reference.batch_norm_forward(x, mean, rstd, w, b)
+    return (y, mean, rstd, *reference.batch_norm_backward(dy, x, mean, rstd, w, training))
+
+
 ROW_SHAPES = [(3, 1), (5, 7), (257, 300)]  # cols=1 gives xhat = 0; the last takes the parallel path
 
 
@@ -187,7 +199,7 @@ def batch_norm_all(x, w, b, dy, training):
     if training:
         mean, var = batch_norm_stats(x)
     else:
-        mean, var = np.full(channels, 0.1, x.dtype), np.full(channels, 2.0, x.dtype)
+        mean, var = np.full(channels, RUNNING_MEAN, x.dtype), np.full(channels, RUNNING_VAR, x.dtype)
     rstd = (1 / np.sqrt(var.astype(np.float64) + EPS)).astype(x.dtype)
     y = batch_norm_forward(x, mean, rstd, w, b)
     dx, dw, db = batch_norm_backward(dy, x, mean, rstd, w, training)
@@ -206,12 +218,15 @@ def test_batch_norm_matches_reference(shape, dtype, with_affine, training):
         assert_close(got, want, dtype)
 
 
-def test_batch_norm_stats_returns_biased_variance():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_norm_stats_returns_biased_variance_in_float64(dtype):
     rng = np.random.default_rng(5)
-    x = random((9, 5, 11), np.float64, rng, 3.0)
+    x = random((9, 5, 11), dtype, rng, 3.0)
     mean, var = batch_norm_stats(x)
-    assert_close(mean, x.mean((0, 2)), np.float64)
-    assert_close(var, x.var((0, 2)), np.float64)
+    want_mean, want_var = reference.batch_norm_stats(x)
+    assert_close(mean, want_mean, dtype)
+    assert var.dtype == np.float64
+    np.testing.assert_allclose(var, want_var, rtol=TOLERANCE[dtype])
 
 
 def test_batch_norm_reductions_add_up_across_processes():
@@ -244,11 +259,11 @@ def test_batch_norm_running_update_matches_torch(momentum):
     np.testing.assert_allclose(running_var, torch_var.numpy(), rtol=1e-6)
 
 
-def test_batch_norm_running_update_and_rstd_against_formulas():
+def test_batch_norm_running_update_and_rstd_match_reference():
     rng = np.random.default_rng(8)
     mean, var = random(5, np.float64, rng), rng.uniform(0.1, 3.0, 5)
     running_mean, running_var = random(5, np.float64, rng), rng.uniform(0.5, 2.0, 5)
-    want_mean, want_var = 0.75 * running_mean + 0.25 * mean, 0.75 * running_var + 0.25 * var * 10 / 9
+    want_mean, want_var = reference.batch_norm_update_running(running_mean, running_var, mean, var, 10, 0.25)
     batch_norm_update_running(running_mean, running_var, mean, var, 10, 0.25)
     assert_close(running_mean, want_mean, np.float64)
     assert_close(running_var, want_var, np.float64)
@@ -336,10 +351,10 @@ def test_large_offset_stays_accurate():
     x3 = x.reshape(8, 32, 256)
     assert np.abs(group_norm_forward(x3, 4, None, None, EPS)[0] - ref_group_norm(x3, 4, None, None, x3)[0]).max() < 3e-3
     for batch in (x3, x.reshape(2048, 32, 1)):
-        want = ref_standardize(f64(batch), (0, 2), EPS)[0]
+        want = ref_batch_norm(batch, None, None, batch, True)[0]
         assert np.abs(naive_standardize(batch, (0, 2)) - want).max() > 3e-3
         mean, var = batch_norm_stats(batch)
-        y = batch_norm_forward(batch, mean, (1 / np.sqrt(var + np.float32(EPS))).astype(np.float32), None, None)
+        y = batch_norm_forward(batch, mean, batch_norm_rstd(var, EPS).astype(np.float32), None, None)
         assert np.abs(y - want).max() < 3e-3
 
 
@@ -349,10 +364,122 @@ def test_constant_inputs_give_bias():
     y = layer_norm_forward(x.reshape(4, 40), None, np.arange(40, dtype=np.float32), EPS)[0]
     np.testing.assert_array_equal(y, np.broadcast_to(np.arange(40, dtype=np.float32), (4, 40)))
     np.testing.assert_array_equal(group_norm_forward(x, 2, w, b, EPS)[0], np.broadcast_to(b[:, None], x.shape))
+    for batch in (x, x.reshape(20, 8, 1)):  # the planes and the rows paths
+        mean, var = batch_norm_stats(batch)
+        assert np.all(var == 0)
+        y = batch_norm_forward(batch, mean, batch_norm_rstd(var, EPS).astype(np.float32), w, b)
+        np.testing.assert_array_equal(y, np.broadcast_to(b[:, None], batch.shape))
+
+
+def scaled_rows(rng, dtype, scale, shape=(6, 700)):
+    """Rows of ``shape`` around ``scale``: offset, spread and sign vary by row; one row spans both signs
+    at the dtype's limit when ``scale`` is near it."""
+    x = rng.standard_normal(shape) * rng.uniform(0.2, 1, (shape[0], 1)) + rng.uniform(-2, 2, (shape[0], 1))
+    return (x * scale).astype(dtype)
+
+
+HUGE_AND_TINY = [(np.float32, 1e15), (np.float32, 1e19), (np.float32, 1e25), (np.float32, 4e37),
+                 (np.float32, 1e-15), (np.float32, 1e-21), (np.float32, 1e-30),
+                 (np.float64, 1e160), (np.float64, 1e300), (np.float64, 1e-170)]
+# Gradients are exact while rstd is a number of the dtype (LayerNorm, GroupNorm), or while rstd**2 is a
+# normal one (RMSNorm, BatchNorm): std within about 1e±37 and 1e±18 in float32 (docs/normalization.md 6.3).
+GRADIENT_RANGE = {np.float32: 1e36, np.float64: 1e290}
+SQUARED_GRADIENT_RANGE = {np.float32: 1e17, np.float64: 1e150}
+# BatchNorm's statistics hand the variance over in float64: float32 data of any scale, float64 with std
+# within 1e±150.
+BATCH_NORM_RANGE = {np.float32: np.inf, np.float64: 1e150}
+
+
+@pytest.mark.parametrize("dtype, scale", HUGE_AND_TINY, ids=lambda v: str(v))
+@pytest.mark.parametrize("eps", [EPS, 0.0])
+def test_any_finite_input_normalizes_right(dtype, scale, eps):
+    """Rows whose squares overflow (or, with eps ~ 0, underflow) the dtype: y within float rounding of
+    the float64 reference for LayerNorm, RMSNorm, GroupNorm and BatchNorm, where statistics in the
+    data's dtype give zeros or NaN. Gradients too, within their documented range.
+
+    Normalization does not see the scale: with p a power of two, y(x; eps) = y(x / p; eps / p²), and
+    rstd and dx scale by 1 / p. So the reference runs on x / p, where even float64 data is in range.
+    """
+    rng = np.random.default_rng(14)
+    x = scaled_rows(rng, dtype, scale)
+    dy = random(x.shape, dtype, rng)
+    k = int(np.round(np.log2(scale)))
+    p = np.ldexp(1.0, k)
+    with np.errstate(over="ignore"):  # eps / p² may overflow to inf: y is then the bias, as it should
+        xs, eps_s = x / p, np.ldexp(eps, -2 * k)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    limit = SQUARED_GRADIENT_RANGE[dtype]
+    if scale > limit * 10 or (eps == 0.0 and scale < 0.1 / limit):  # the test has teeth: the dtype's own
+        with np.errstate(all="ignore"):                                # statistics fail here
+            in_dtype = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + dtype(eps))
+        assert not np.allclose(in_dtype, ref_layer_norm(xs, None, None, dy, eps_s)[0], **tol)
+    # (where eps / p² overflows, the scaled reference cannot hold the gradient)
+    backward_too = 1 / GRADIENT_RANGE[dtype] < scale < GRADIENT_RANGE[dtype] and np.isfinite(eps_s)
+    squared_backward_too = 1 / limit < scale < limit
+    w = random(x.shape[1], dtype, rng, 1.0, 0.5)
+
+    def assert_grad_close(dx, want):
+        np.testing.assert_allclose(dx * p, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+    y, mean, rstd = layer_norm_forward(x, w, None, eps)
+    want = ref_layer_norm(xs, w, None, dy, eps_s)
+    np.testing.assert_allclose(y, want[0], **tol)
+    if np.isfinite(eps_s):  # else eps / p² has overflowed: the scaled reference cannot hold rstd
+        np.testing.assert_allclose(rstd * p, want[2], rtol=tol["rtol"])
+    if backward_too:
+        assert_grad_close(layer_norm_backward(dy, x, mean, rstd, w)[0], want[3])
+
+    y, rstd = rms_norm_forward(x, w, eps)
+    want = ref_rms_norm(xs, w, dy, eps_s)
+    np.testing.assert_allclose(y, want[0], **tol)
+    if squared_backward_too:
+        assert_grad_close(rms_norm_backward(dy, x, rstd, w)[0], want[2])
+
+    x3, dy3 = x.reshape(3, 4, -1), dy.reshape(3, 4, -1)
+    y, mean, rstd = group_norm_forward(x3, 2, None, None, eps)
+    want = ref_group_norm(xs.reshape(x3.shape), 2, None, None, dy3, eps_s)
+    np.testing.assert_allclose(y, want[0], **tol)
+    if backward_too:
+        assert_grad_close(group_norm_backward(dy3, x3, mean, rstd, 2, None)[0], want[3])
+
+    if not 1 / BATCH_NORM_RANGE[dtype] < scale < BATCH_NORM_RANGE[dtype]:  # var is handed over in float64,
+        return                                                              # which cannot hold it
+    for shape in (x3.shape, (x.size // 6, 6, 1)):  # the planes and the rows paths
+        mean, var = batch_norm_stats(x.reshape(shape))
+        rstd = batch_norm_rstd(var, eps).astype(dtype)
+        want = ref_batch_norm(xs.reshape(shape), None, None, dy.reshape(shape), True, eps_s)
+        np.testing.assert_allclose(batch_norm_forward(x.reshape(shape), mean, rstd, None, None), want[0], **tol)
+        if squared_backward_too:
+            assert_grad_close(batch_norm_backward(dy.reshape(shape), x.reshape(shape), mean, rstd, None, True)[0],
+                              want[3])
+
+
+def test_eps_zero_gives_ieee_results_not_errors():
+    """eps = 0 on constant or zero rows: NaN or inf as IEEE arithmetic (and PyTorch) give, never a
+    ZeroDivisionError from inside a kernel."""
+    ones, zeros = np.ones((2, 4), np.float32), np.zeros((2, 4), np.float32)
+    assert np.isnan(layer_norm_forward(ones, None, None, 0.0)[0]).all()
+    assert np.isnan(rms_norm_forward(zeros, None, 0.0)[0]).all()
+    assert np.isnan(group_norm_forward(ones.reshape(2, 2, 2), 1, None, None, 0.0)[0]).all()
+    mean, var = batch_norm_stats(ones.reshape(2, 4, 1))
+    assert np.isinf(batch_norm_rstd(var, 0.0)).all()
+    y, mean, rstd = layer_norm_forward(ones, None, None, 0.0)
+    assert np.isnan(layer_norm_backward(ones, ones, mean, rstd, None)[0]).all()
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 4), (12, 2, 1)], ids=["planes", "rows"])
+def test_an_inf_gives_inf_mean_and_nan_variance_as_torch(shape):
+    """A channel holding +inf has mean inf and variance NaN (PyTorch's running_mean becomes inf);
+    +inf and -inf together give NaN; the other channels are untouched."""
+    rng = np.random.default_rng(15)
+    x = random(shape, np.float32, rng)
+    clean = batch_norm_stats(x)
+    x[1, 0, 0] = np.inf
     mean, var = batch_norm_stats(x)
-    assert np.all(var == 0)
-    y = batch_norm_forward(x, mean, 1 / np.sqrt(var + np.float32(EPS)), w, b)
-    np.testing.assert_array_equal(y, np.broadcast_to(b[:, None], x.shape))
+    assert mean[0] == np.inf and np.isnan(var[0])
+    np.testing.assert_array_equal((mean[1], var[1]), (clean[0][1], clean[1][1]))
+    x[2, 0, 0] = -np.inf
+    assert np.isnan(batch_norm_stats(x)[0][0])
 
 
 # ---------------------------------------------------------------- determinism and compilation
@@ -367,8 +494,9 @@ def test_parallel_results_are_bit_identical_across_calls():
         y, mean, rstd = layer_norm_forward(x, w, None, EPS)
         bn_mean, bn_var = batch_norm_stats(x3)
         rms_rstd = rms_norm_forward(x, w, EPS)[1]
+        bn_rstd = batch_norm_rstd(bn_var, EPS).astype(np.float32)
         return (y, *layer_norm_backward(dy, x, mean, rstd, w), *rms_norm_backward(dy, x, rms_rstd, w),
-                bn_mean, bn_var, *batch_norm_backward(dy3, x3, bn_mean, bn_var, w[:32], True),
+                bn_mean, bn_var, *batch_norm_backward(dy3, x3, bn_mean, bn_rstd, w[:32], True),
                 *batch_norm_stats(x.reshape(-1, 32, 1)),
                 *group_norm_backward(dy3, x3, *group_norm_forward(x3, 8, None, None, EPS)[1:], 8, w[:32]))
 
@@ -399,8 +527,9 @@ def call_every_kernel(dtype, noncontiguous):
             y, mean, rstd = group_norm_forward(x3, 2, None, None, EPS)
             group_norm_backward(y, x3, mean, rstd, 2, None)
             mean, var = batch_norm_stats(x3)
-            y = batch_norm_forward(x3, mean, var, None, None)
-            batch_norm_backward(y, x3, mean, var, None, True)
+            rstd = batch_norm_rstd(var, EPS).astype(dtype)
+            y = batch_norm_forward(x3, mean, rstd, None, None)
+            batch_norm_backward(y, x3, mean, rstd, None, True)
 
 
 def test_no_recompilation_after_first_call_per_dtype():
@@ -456,7 +585,17 @@ def test_empty_inputs_give_empty_outputs():
     (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(3), np.ones(3), 1, 0.1), ValueError,
      r"count must be an integer > 1 .*got 1"),
     (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(2), np.ones(3), 4, 0.1), ValueError,
-     r"mean must have the shape of running_mean, \(C,\); got \(2,\) and \(3,\)"),
+     r"mean must have running_mean's shape \(3,\), got \(2,\)"),
+    (lambda: batch_norm_update_running(np.zeros(3, np.int64), np.ones(3), np.zeros(3), np.ones(3), 4, 0.1),
+     TypeError, "running_mean must be a floating-point array, got dtype int64"),
+    (lambda: batch_norm_update_running(np.zeros(3), np.ones(3), np.zeros(3), np.ones(3), 4, 5.0), ValueError,
+     r"momentum must be a number in \[0, 1\].*got 5.0"),
+    (lambda: batch_norm_rstd(np.ones(3), float("nan")), ValueError, "eps must be a non-negative float, got nan"),
+    (lambda: group_norm_forward(np.ones((2, 6, 4), np.float32), 0, None, None, EPS), ValueError,
+     "num_groups must be a positive integer dividing C=6, got 0"),
+    (lambda: group_norm_forward(np.ones((2, 6, 4), np.float32), True, None, None, EPS), ValueError,
+     "num_groups must be a positive integer dividing C=6, got True"),
+    (lambda: rms_norm_forward(np.ones((2, 3), np.float32), None, "1e-5"), TypeError, "eps must be a number"),
     (lambda: batch_norm_rstd([1.0], EPS), TypeError, "var must be a float numpy.ndarray, got list"),
     (lambda: batch_norm_update_running(np.zeros((3, 1)), np.ones(3), np.zeros(3), np.ones(3), 4, 0.1), ValueError,
      r"running_mean must be 1-D \(C,\), got shape \(3, 1\)"),

@@ -16,7 +16,13 @@ An operation is a subclass of :class:`Function` with two static methods::
 ``Mul.apply(x, y)`` unwraps the tensors, runs ``forward`` and, when an input requires grad and grad mode
 is on, returns a tensor whose ``grad_fn`` is the context: the context *is* the graph node. It remembers
 the nodes of its inputs (``next_nodes``) and their shapes, so the engine can route gradients and sum
-broadcast gradients back to each input's shape; ops never unbroadcast themselves.
+broadcast gradients back to each input's shape; ops never unbroadcast themselves. It also remembers the
+version of every input (or output) whose array it saved, so that backward refuses to use an array that
+was changed in place since (``docs/autograd.md``, section 7).
+
+A view op (``makes_view = True``, with a static ``view(xp, x, *args)``) returns an array that shares its
+input's memory; ``apply`` then makes the result a view of the input's tensor: same version counter, and
+the steps that derive it from its base, which an in-place write through the view replays.
 
 Deliberate difference from PyTorch: ``forward`` and ``backward`` work on the device's raw arrays
 (numpy arrays on the CPU), not on tensors. Backward is therefore never itself recorded, so tinynorm has
@@ -28,8 +34,8 @@ import weakref
 from typing import Any, Callable
 
 from ..backends import get_backend
-from ..tensor import Tensor
-from . import grad_mode
+from ..tensor import Tensor, VersionCounter
+from .grad_mode import _state as _grad_mode
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time, or to read saved tensors after they were "
@@ -44,11 +50,20 @@ class Node:
     __slots__ = ("hooks", "next_nodes")
 
     def __init__(self) -> None:
-        self.hooks: list[Callable[[Any], Any]] = []
+        self.hooks: list[Callable[[Any], Any]] | tuple = ()  # a list once a hook is registered
         self.next_nodes: tuple[Node | None, ...] = ()
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+        """PyTorch's view of ``next_nodes``: a ``(node, 0)`` pair per input (``(None, 0)`` for an input
+        that needs no gradient)."""
+        return tuple((node, 0) for node in self.next_nodes)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
 
 
 class AccumulateGrad(Node):
@@ -93,10 +108,12 @@ class Context(Node):
     # The graph structure lives in slots; an op's own attributes go to ``__dict__``, which
     # ``release`` empties in one call.
     __slots__ = ("function", "xp", "device", "needs_input_grad", "input_meta", "output_shape", "released", "_saved",
-                 "__dict__")
+                 "saved_versions", "saved_at", "__dict__")
 
     def __init__(self, function: type["Function"], xp: Any, device: str, needs_input_grad: tuple[bool, ...]) -> None:
-        super().__init__()
+        # Node's fields, set here rather than through super().__init__(): this runs once per op.
+        self.hooks = ()
+        self.next_nodes = ()
         self.function = function
         self.xp = xp  # the backend module of the device the op runs on (its inputs' device)
         self.device = device  # the output's device; only a device move (ToDevice.forward) changes it
@@ -105,28 +122,50 @@ class Context(Node):
         self.output_shape: tuple[int, ...] = ()
         self.released = False
         self._saved: tuple[Any, ...] = ()
+        # (position in _saved, counter, version) for each saved array that holds an input's or the output's
+        # memory, and VersionCounter.writes when they were saved.
+        self.saved_versions: tuple[Any, ...] = ()
+        self.saved_at = 0
 
     def name(self) -> str:
-        return self.function.__name__ + "Backward"
+        """PyTorch's name for the op's node (``MulBackward0``); ``<Class>Backward`` for your own Functions."""
+        return self.function.backward_name or self.function.__name__ + "Backward"
 
     def save_for_backward(self, *arrays: Any) -> None:
         self._saved = arrays
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
+        """What forward saved, after checking that no saved input or output was changed in place since."""
         if self.released:
             raise RuntimeError(FREED_MESSAGE)
+        versions = self.saved_versions
+        if not versions or self.saved_at == VersionCounter.writes:  # nothing written in place since
+            return self._saved
+        for position, counter, version in versions:
+            if counter.value != version:
+                array = self._saved[position]
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: a {array.dtype} tensor of shape {tuple(array.shape)}, saved by {self.name()}, "
+                    f"is at version {counter.value}; expected version {version} instead. It was changed in "
+                    "place (an optimizer step, +=, a method ending in _, or x[...] = ...) after the op that "
+                    "saved it ran: make the change before that op, or change a clone() instead."
+                )
         return self._saved
 
     def release(self) -> None:
         """Drop everything saved for backward (called by the engine after use)."""
-        self._saved = ()
+        self._saved = self.saved_versions = ()
         self.__dict__.clear()
         self.released = True
 
 
 class Function:
     """Base class of differentiable operations; subclasses define ``forward`` and ``backward``."""
+
+    backward_name: str | None = None  # PyTorch's node name for tinynorm's own ops (``AddBackward0``)
+    makes_view = False  # True for ops whose result may share its first input's memory (see module docstring)
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> Any:
@@ -158,21 +197,62 @@ class Function:
                 needs.append(False)
         device = device or "cpu"
         xp = get_backend(device)
-        record = grad_mode._enabled and any(needs)
+        record = _grad_mode.enabled and True in needs
         ctx = Context(cls, xp, device, tuple(needs))
         out = cls.forward(ctx, *arrays, **kwargs)
         out = (xp if ctx.device == device else get_backend(ctx.device)).as_array(out)
         result = Tensor._from_array(out, ctx.device)
+        if cls.makes_view and xp.shares_storage(out, arrays[0]):
+            result._become_view_of(args[0], (cls, tuple(arrays[1:]), kwargs))
         if record:
             # List comprehensions, not generator expressions: this runs once per recorded op, and
             # tuple([...]) is measurably cheaper for a handful of items.
-            ctx.next_nodes = tuple([_node_of(arg) if need else None for arg, need in zip(args, needs)])
+            ctx.next_nodes = tuple([(arg.grad_fn or _node_of(arg)) if need else None for arg, need in zip(args, needs)])
             ctx.input_meta = tuple([(arg.array.shape, arg.array.dtype) if need else None
                                     for arg, need in zip(args, needs)])
             ctx.output_shape = out.shape
+            if ctx._saved:
+                ctx.saved_versions = _saved_versions(xp, ctx._saved, arrays, args, result)
+                ctx.saved_at = VersionCounter.writes
             result.requires_grad = True
             result.grad_fn = ctx
         return result
+
+
+def _saved_versions(xp: Any, saved: tuple, arrays: list, args: tuple, output: Tensor) -> tuple:
+    """``(position, counter, version)`` for each saved array that holds an input's or the output's memory
+    (itself or a view of it), so backward can tell whether that memory was changed in place since.
+
+    This runs for every recorded op that saves something, so the usual cases (a saved input or output,
+    found by identity) take a few comparisons and no function calls."""
+    versions = []
+    out = output.array
+    for position, array in enumerate(saved):
+        if array is out:
+            tensor = output
+        else:
+            for index, candidate in enumerate(arrays):
+                if candidate is array:
+                    tensor = args[index]  # a Python number saved as such is its own candidate: skipped below
+                    break
+            else:
+                tensor = _input_viewed_by(xp, array, args) if hasattr(array, "shape") else None
+            if not isinstance(tensor, Tensor):
+                continue
+        counter = tensor._version_counter
+        if counter is None:
+            counter = tensor._version_counter = VersionCounter()
+        versions.append((position, counter, counter.value))
+    return tuple(versions)
+
+
+def _input_viewed_by(xp: Any, array: Any, args: tuple) -> Tensor | None:
+    """The input whose memory ``array`` (a view the op made, such as a reshape) shows, if any."""
+    storage = xp.storage_of(array)
+    for arg in args:
+        if isinstance(arg, Tensor) and xp.storage_of(arg.array) is storage:
+            return arg
+    return None
 
 
 def _node_of(tensor: Any) -> Node:

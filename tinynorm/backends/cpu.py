@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 from numpy import (  # noqa: F401  (re-exported for the ops)
     abs,
+    add,
     arange,
     argmax,
     argmin,
+    ascontiguousarray,
     broadcast_to,
     clip,
     concatenate,
@@ -36,18 +38,23 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     maximum,
     minimum,
     moveaxis,
+    multiply,
+    negative,
     not_equal,
     ones,
     ones_like,
     pi,
+    power,
     sign,
     sqrt,
     square,
     stack,
+    subtract,
     swapaxes,
     take,
     tanh,
     transpose,
+    true_divide,
     where,
     zeros,
     zeros_like,
@@ -103,6 +110,29 @@ def copy(a: np.ndarray) -> np.ndarray:
 
 def reshape(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.reshape(a, shape)
+
+
+def view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` in ``shape`` without copying; ValueError when its strides do not allow that."""
+    return np.reshape(a, shape, copy=False)
+
+
+def storage_of(a: Any) -> Any:
+    """The array that owns ``a``'s memory (``a`` itself unless it is a view); any other value is its own."""
+    while True:
+        base = getattr(a, "base", None)
+        if not isinstance(base, np.ndarray):
+            return a
+        a = base
+
+
+def shares_storage(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are views of the same memory."""
+    return storage_of(a) is storage_of(b)
+
+
+def is_contiguous(a: np.ndarray) -> bool:
+    return a.flags.c_contiguous
 
 
 def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001

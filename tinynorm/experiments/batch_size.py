@@ -244,9 +244,10 @@ class RunningAverages:
         averages = self.averages[momentum]
         if averages is None:
             raise RuntimeError("RunningAverages.apply: no batch statistics were taken in yet")
-        for layer, (mean, var) in zip(batch_norm_layers(model), averages):
-            layer.running_mean.array[...] = mean
-            layer.running_var.array[...] = var
+        with tn.no_grad():
+            for layer, (mean, var) in zip(batch_norm_layers(model), averages):
+                layer.running_mean.copy_(tn.tensor(mean))
+                layer.running_var.copy_(tn.tensor(var))
         return model
 
 
@@ -265,8 +266,8 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
     forwards without gradients; the model's running statistics and mode are restored.
     """
     layers = batch_norm_layers(model)
-    saved = [(layer.running_mean.array.copy(), layer.running_var.array.copy(),
-              layer.num_batches_tracked.array.copy()) for layer in layers]
+    saved = [(layer.running_mean.clone(), layer.running_var.clone(), layer.num_batches_tracked.clone())
+             for layer in layers]
     was_training = model.training
     rng = np.random.default_rng(seed)
     model.train()
@@ -279,9 +280,11 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
             for _ in range(batches):
                 model(tn.tensor(X[rng.choice(len(X), size=batch_size, replace=False)]))
     finally:
-        for layer, (mean, var, count) in zip(layers, saved):
-            layer.running_mean.array[...], layer.running_var.array[...] = mean, var
-            layer.num_batches_tracked.array[...] = count
+        with tn.no_grad():
+            for layer, (mean, var, count) in zip(layers, saved):
+                layer.running_mean.copy_(mean)
+                layer.running_var.copy_(var)
+                layer.num_batches_tracked.copy_(count)
         model.train(was_training)
     noise = []
     for reference, layer in zip(population, records):

@@ -1,4 +1,5 @@
-"""Parameter initialisation, as ``torch.nn.init``: each function fills a tensor in place and returns it.
+"""Parameter initialisation, as ``torch.nn.init``: each function fills a tensor in place (under
+``no_grad``, so parameters can be filled) and returns it.
 
 fan_in/fan_out of a weight (out, in, *kernel) are in*kernel_size and out*kernel_size. Kaiming (He)
 init keeps the variance of activations constant through ReLU layers (std = gain/sqrt(fan)); Xavier
@@ -7,8 +8,9 @@ init keeps the variance of activations constant through ReLU layers (std = gain/
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from ..random import default_generator
+from ..autograd import no_grad
 from ..tensor import Tensor
 
 _GAINS = {"linear": 1.0, "conv1d": 1.0, "conv2d": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
@@ -38,29 +40,29 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor: Tensor, values: object) -> Tensor:
-    tensor.array[...] = tensor._backend.from_numpy(values.astype(tensor.dtype))  # type: ignore[attr-defined]
-    return tensor
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    return _fill(tensor, default_generator().uniform(a, b, tensor.shape))
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    return _fill(tensor, default_generator().normal(mean, std, tensor.shape))
-
-
-def constant_(tensor: Tensor, value: float) -> Tensor:
-    return tensor.fill_(value)
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    with no_grad():
+        return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
-    return tensor.fill_(0.0)
+    with no_grad():
+        return tensor.zero_()
 
 
 def ones_(tensor: Tensor) -> Tensor:
-    return tensor.fill_(1.0)
+    with no_grad():
+        return tensor.fill_(1.0)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:

@@ -8,12 +8,15 @@ BatchNorm's running statistics; a non-persistent buffer is left out of the state
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
 from .. import dtypes
+from ..autograd.hooks import RemovableHandle
 from ..tensor import Tensor
+from . import hooks
 
 
 class Parameter(Tensor):
@@ -44,12 +47,35 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for registry in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"):
+            object.__setattr__(self, registry, OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ---------------------------------------------------------------------------------- hooks
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each forward (see :mod:`tinynorm.nn.hooks`)."""
+        return hooks.add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs=with_kwargs)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after each forward."""
+        return hooks.add_hook(self._forward_hooks, hook, prepend, with_kwargs=with_kwargs, always_call=always_call)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the outputs are computed."""
+        return hooks.add_hook(self._backward_pre_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients of the inputs are computed."""
+        return hooks.add_hook(self._backward_hooks, hook, prepend)
 
     # ---------------------------------------------------------------------------- registration
     def __setattr__(self, name: str, value: Any) -> None:
@@ -245,12 +271,18 @@ class Module:
                     state[dotted + name] = buffer.detach()
         return state
 
-    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values into this module's parameters and buffers, keeping their dtypes and devices.
 
         With ``strict=True`` (the default) missing and unexpected keys are an error that lists them.
-        A shape mismatch, or a non-floating value for a floating tensor, is always an error.
+        A wrong shape, a non-floating value for a floating tensor, or a value an integer tensor cannot
+        hold exactly (NaN, 1.5, 2**63 for ``num_batches_tracked``) is always an error naming the key.
+        Every value is converted and checked before the first one is written, so a failed load leaves
+        the module exactly as it was.
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict: expected state_dict to be a dict-like mapping of names to tensors, "
+                            f"got {type(state_dict).__name__}")
         own = self.state_dict()
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
@@ -259,20 +291,22 @@ class Module:
                 f"Error(s) in loading state_dict for {type(self).__name__}: "
                 f"missing keys {missing}, unexpected keys {unexpected}"
             )
-        # Check everything before copying anything, so a bad checkpoint leaves the model untouched.
-        arrays = {key: _as_numpy(state_dict[key]) for key in own if key in state_dict}
-        problems = []
-        for key, array in arrays.items():
-            target = own[key]
-            if tuple(array.shape) != tuple(target.shape):
-                problems.append(f"{key}: shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
-            elif target.dtype.kind == "f" and array.dtype.kind not in "f":
-                problems.append(f"{key}: dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
+        converted, problems = {}, []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            if isinstance(target.array, np.ndarray) and not target.array.flags.writeable:
+                problems.append(f"{key}: the model's tensor is read-only (made from a read-only numpy array)")
+                continue
+            try:
+                converted[key] = _converted_value(state_dict[key], target)
+            except ValueError as error:
+                problems.append(f"{key}: {error}")
         if problems:
             raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
-        for key, array in arrays.items():
+        for key, array in converted.items():
             target = own[key]
-            target.array[...] = target._backend.from_numpy(array.astype(target.dtype, copy=False))
+            target.array[...] = target._backend.from_numpy(array)
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------------------ printing
@@ -288,6 +322,43 @@ class Module:
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
 
-def _as_numpy(value: Any) -> np.ndarray:
-    """A checkpoint value (tensor, array or nested list) as a numpy array."""
-    return value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+def _converted_value(value: Any, target: Tensor) -> np.ndarray:
+    """A checkpoint value (tensor, array, number or nested list) as a host array of ``target``'s dtype
+    and shape, or ``ValueError`` saying why it cannot be loaded into ``target`` without a silent change."""
+    try:
+        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    except (TypeError, ValueError, OverflowError, RuntimeError) as error:
+        raise ValueError(f"a {type(value).__name__} that is not an array of numbers ({error})") from None
+    if array.dtype.kind not in "biuf":
+        received = f"the int {value} (beyond 64 bits)" if isinstance(value, int) else f"a {type(value).__name__}"
+        raise ValueError(f"{received} in the checkpoint, numbers of dtype {target.dtype} in the model")
+    if tuple(array.shape) != tuple(target.shape):
+        raise ValueError(f"shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
+    if target.dtype.kind == "f":
+        if array.dtype.kind != "f":
+            raise ValueError(f"dtype {array.dtype} in the checkpoint, {target.dtype} in the model")
+        with np.errstate(over="ignore"):  # 1e300 into float32 is inf, as in PyTorch
+            return array.astype(target.dtype)
+    inexact = _first_inexact_integer(array, target.dtype)
+    if inexact is not None:
+        raise ValueError(f"the value {inexact!r} in the checkpoint, which the model's {target.dtype} tensor cannot "
+                         "hold exactly")
+    return array.astype(target.dtype)
+
+
+def _first_inexact_integer(array: np.ndarray, dtype: np.dtype) -> Any:
+    """The first value of ``array`` that is not an integer in ``dtype``'s range (NaN, 1.5, 2**63 for
+    int64), or None when every value converts exactly."""
+    if array.size == 0:
+        return None
+    low, high = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    whole = np.ones(array.shape, bool)
+    if array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            whole = np.isfinite(array) & (array == np.trunc(array))
+    if whole.all() and low <= array.min().item() and array.max().item() <= high:  # .item(): exact Python numbers
+        return None
+    for value, is_whole in zip(array.reshape(-1).tolist(), whole.reshape(-1).tolist()):
+        if not (is_whole and low <= value <= high):
+            return value
+    return None

@@ -1,7 +1,10 @@
 """Normalization layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d, LayerNorm, RMSNorm, GroupNorm.
 
 Arguments, defaults, train/eval behaviour, running statistics and state_dict keys are PyTorch's.
-The math is in ``tinynorm/ops/normalization.py`` (autograd) and ``tinynorm/kernels/cpu/`` (kernels).
+Each layer calls its function in :mod:`tinynorm.ops.normalization`, which checks the arguments and
+holds the autograd; the math, in plain numpy, is in :mod:`tinynorm.kernels.reference`. A layer checks
+only what is its own: the input's rank and channel count, and ``eps``/``momentum`` whenever they are
+assigned (``layer.momentum = 5`` raises at once).
 
 Mixed precision: a float32 layer takes float16 input (float32 statistics, parameters and arithmetic,
 float16 output), as PyTorch does on the GPU; see tinynorm/ops/normalization.py.
@@ -12,39 +15,34 @@ different number of channels than ``num_features``.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .. import creation
-from ..ops import normalization as F
+from .._checks import CheckedAttribute, check_eps, check_momentum, check_tensor
+from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm, normalized_shape_tuple, rms_norm
 from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
 
 
-def _check_dtype(layer: Module, x: Tensor, reference: Tensor | None) -> None:
-    """A clear error when the input's dtype differs from the layer's parameters or statistics.
-
-    One mix is allowed: float16 input to a float32 layer (mixed precision).
-    """
-    if reference is None or x.dtype == reference.dtype or F.stat_dtype(x.dtype) == reference.dtype:
-        return
-    raise TypeError(
-        f"{type(layer).__name__}: input dtype {x.dtype} differs from the layer's {reference.dtype} (only float16 "
-        f"input may meet a float32 layer); convert the input or the layer (e.g. layer.to({x.dtype}))"
-    )
+def _check_positive_int(layer: str, name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{layer}: {name} must be a positive int, got {value!r}")
+    return value
 
 
 class _NormBase(Module):
     """What BatchNorm and InstanceNorm share: affine parameters and running statistics per channel."""
 
+    eps = CheckedAttribute(check_eps)
+    momentum = CheckedAttribute(partial(check_momentum, allow_none=True))
+
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
                  track_running_stats: bool, dtype: Any = None) -> None:
         super().__init__()
-        if not isinstance(num_features, int) or num_features <= 0:
-            raise ValueError(f"{type(self).__name__}: num_features must be a positive int, got {num_features!r}")
-        if momentum is not None and not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"{type(self).__name__}: momentum must be in [0, 1] or None, got {momentum}")
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.num_features = _check_positive_int(type(self).__name__, "num_features", num_features)
+        self.eps, self.momentum = eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.frozen = False
         if affine:
@@ -80,7 +78,6 @@ class _NormBase(Module):
                 f"{type(self).__name__}: expected {self.num_features} channels (num_features), got input of "
                 f"shape {tuple(x.shape)} with {x.shape[channel_dim]} channels"
             )
-        _check_dtype(self, x, self.weight if self.weight is not None else self.running_mean)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -111,30 +108,28 @@ class _BatchNorm(_NormBase):
         self.frozen = False
         return self
 
-    def _update_factor(self) -> float:
-        """Count this batch and return the weight of its statistics in the running average.
+    def _next_batch_weight(self) -> float:
+        """The weight of the next batch's statistics in the running average.
 
         ``momentum=None`` gives a cumulative moving average: the k-th batch gets weight 1/k, so the
         running statistics are the plain mean over all batches seen.
         """
-        self.num_batches_tracked.array += 1  # in place (an assignment through [...] would copy it onto itself)
         if self.momentum is None:
-            return 1.0 / int(self.num_batches_tracked.item())
+            return 1.0 / (int(self.num_batches_tracked.item()) + 1)
         return self.momentum
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
+        x = check_tensor(type(self).__name__, "input", input)
         self._check_input_dims(x)
         self._check_channels(x)
         use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
-        if use_batch_stats:
-            self._check_values_per_channel(x)
-        momentum = self._update_factor() if use_batch_stats and self.track_running_stats else 0.0
+        counted = use_batch_stats and self.track_running_stats
         running_mean, running_var = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
-        return self._normalize(x, running_mean, running_var, use_batch_stats, momentum)
-
-    def _check_values_per_channel(self, x: Tensor) -> None:
-        """Refuse a batch with one value per channel before it is counted (its variance is undefined)."""
-        F.check_values_per_channel(type(self).__name__, x)
+        y = self._normalize(x, running_mean, running_var, use_batch_stats, self._next_batch_weight() if counted else 0.0)
+        if counted:  # only once the batch was accepted (one value per channel is refused)
+            self.num_batches_tracked.array += 1  # in place (an assignment through [...] would copy it onto itself)
+            self.num_batches_tracked._bump_version()
+        return y
 
     def _check_input_dims(self, x: Tensor) -> None:
         if x.ndim not in self._expected_dims:
@@ -146,7 +141,7 @@ class _BatchNorm(_NormBase):
     def _normalize(self, x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                    use_batch_stats: bool, momentum: float) -> Tensor:
         """Normalize ``x`` with batch or running statistics (SyncBatchNorm overrides this step)."""
-        return F.batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum, self.eps)
+        return batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch_stats, momentum, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -177,7 +172,8 @@ class _InstanceNorm(_NormBase):
                  track_running_stats: bool = False, *, dtype: Any = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
+        x = check_tensor(type(self).__name__, "input", input)
         batched = self._spatial_dims + 2
         if x.ndim not in (batched, batched - 1):
             raise ValueError(
@@ -187,8 +183,8 @@ class _InstanceNorm(_NormBase):
         unbatched = x.ndim == batched - 1
         self._check_channels(x, channel_dim=0 if unbatched else 1)
         use_input_stats = self.training or not self.track_running_stats
-        y = F.instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, self.weight,
-                            self.bias, use_input_stats, self.momentum if self.momentum is not None else 0.0, self.eps)
+        y = instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, self.weight,
+                          self.bias, use_input_stats, self.momentum if self.momentum is not None else 0.0, self.eps)
         return y.squeeze(0) if unbatched else y
 
 
@@ -204,20 +200,15 @@ class InstanceNorm2d(_InstanceNorm):
     _spatial_dims = 2
 
 
-def _normalized_shape(name: str, normalized_shape: Any) -> tuple[int, ...]:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
-        raise ValueError(f"{name}: normalized_shape must be a positive int or a tuple of them, got {normalized_shape!r}")
-    return shape
-
-
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims of each sample (Transformers' norm)."""
+
+    eps = CheckedAttribute(check_eps)
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, *, dtype: Any = None) -> None:
         super().__init__()
-        self.normalized_shape = _normalized_shape("LayerNorm", normalized_shape)
+        self.normalized_shape = normalized_shape_tuple("LayerNorm", normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = Parameter(creation.ones(*self.normalized_shape, dtype=dtype)) if elementwise_affine else None
         self.bias = Parameter(creation.zeros(*self.normalized_shape, dtype=dtype)) if elementwise_affine and bias else None
@@ -228,10 +219,8 @@ class LayerNorm(Module):
         if self.bias is not None:
             init.zeros_(self.bias)
 
-    def forward(self, x: Tensor) -> Tensor:
-        F.check_trailing_dims("LayerNorm", x, self.normalized_shape)
-        _check_dtype(self, x, self.weight)
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
@@ -244,10 +233,12 @@ class RMSNorm(Module):
     ``eps=None`` uses the input dtype's machine epsilon, as PyTorch.
     """
 
+    eps = CheckedAttribute(partial(check_eps, allow_none=True))
+
     def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True,
                  *, dtype: Any = None) -> None:
         super().__init__()
-        self.normalized_shape = _normalized_shape("RMSNorm", normalized_shape)
+        self.normalized_shape = normalized_shape_tuple("RMSNorm", normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = Parameter(creation.ones(*self.normalized_shape, dtype=dtype)) if elementwise_affine else None
 
@@ -255,10 +246,8 @@ class RMSNorm(Module):
         if self.weight is not None:
             init.ones_(self.weight)
 
-    def forward(self, x: Tensor) -> Tensor:
-        F.check_trailing_dims("RMSNorm", x, self.normalized_shape)
-        _check_dtype(self, x, self.weight)
-        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -268,11 +257,13 @@ class GroupNorm(Module):
     """Split the channels into ``num_groups`` groups; normalize each sample's group over its channels
     and spatial dims. Independent of the batch size (Wu & He 2018)."""
 
+    eps = CheckedAttribute(check_eps)
+
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  *, dtype: Any = None) -> None:
         super().__init__()
-        if not isinstance(num_groups, int) or num_groups <= 0:
-            raise ValueError(f"GroupNorm: num_groups must be a positive int, got {num_groups!r}")
+        _check_positive_int("GroupNorm", "num_groups", num_groups)
+        _check_positive_int("GroupNorm", "num_channels", num_channels)
         if num_channels % num_groups:
             raise ValueError(
                 f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}"
@@ -286,13 +277,12 @@ class GroupNorm(Module):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
-    def forward(self, x: Tensor) -> Tensor:
-        if x.ndim < 2 or x.shape[1] != self.num_channels:
-            raise ValueError(
-                f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {tuple(x.shape)}"
-            )
-        _check_dtype(self, x, self.weight)
-        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        x = check_tensor("GroupNorm", "input", input)
+        if x.ndim >= 2 and x.shape[1] != self.num_channels:  # group_norm checks the rest
+            raise ValueError(f"GroupNorm: expected input of shape (N, {self.num_channels}, *) (num_channels), "
+                             f"got {tuple(x.shape)}")
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

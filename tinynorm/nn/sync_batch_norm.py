@@ -24,26 +24,36 @@ import numpy as np
 
 from .. import distributed
 from ..autograd.function import Context
-from ..ops import normalization as F
+from .._checks import check_eps, check_momentum
+from ..ops.normalization import (
+    BatchNorm,
+    as_3d,
+    astype_if_needed,
+    check_channel_params,
+    check_norm_input,
+    kernel_data,
+    stat_dtype,
+    update_running_stats,
+)
 from ..tensor import Tensor
 from .module import Module
 from .normalization import _BatchNorm
 
 
-class SyncBatchNormFunction(F.BatchNorm):
+class SyncBatchNormFunction(BatchNorm):
     """BatchNorm in training mode whose statistics ``mean``/``rstd`` came from the global batch of
     ``count`` values per channel: backward sums the two gradient reductions over ``comm``."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, count: int, comm: Any) -> Any:
         ctx.count, ctx.comm = count, comm
-        return F.BatchNorm.forward(ctx, x, weight, bias, mean, rstd, True)
+        return BatchNorm.forward(ctx, x, weight, bias, mean, rstd, True)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         x3, mean, rstd, weight = ctx.saved_tensors
         xp = ctx.xp
-        grad3 = F.cast(grad.reshape(x3.shape), x3.dtype)  # float16 data is float32 for a CPU kernel
+        grad3 = astype_if_needed(grad.reshape(x3.shape), x3.dtype)  # float16 data is float32 for a CPU kernel
         sum_dy, sum_dy_xhat = xp.batch_norm_backward_reduce(grad3, x3, mean, rstd)
         # Both sums in one message, through host memory (MPI sends numpy arrays).
         sums = np.concatenate([xp.to_numpy(sum_dy), xp.to_numpy(sum_dy_xhat)]).astype(np.float64)
@@ -58,7 +68,7 @@ def global_batch_stats(x: Tensor, comm: Any) -> tuple[np.ndarray, np.ndarray, in
     """Per-channel mean and biased variance (float64, host arrays) of the batch formed by every rank's
     ``x`` (N_r, C, *), and its number of values per channel. One ``Allgather`` of ``2 C + 1`` numbers."""
     xp = x._backend
-    x3 = F.kernel_data(xp, F.as_3d(x.array))
+    x3 = kernel_data(xp, as_3d(x.array))
     channels, count = x3.shape[1], x3.shape[0] * x3.shape[2]
     local = np.zeros(2 * channels + 1)  # [count, mean (C), M2 (C)]; an empty shard sends zeros
     local[0] = count
@@ -81,18 +91,24 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
     """BatchNorm in training mode with the statistics of the global batch spread over ``comm``.
 
     Every rank must call it (an empty shard ``(0, C, *)`` too); running buffers, if given, are
-    updated with the global unbiased variance, identically on every rank.
+    updated with the global unbiased variance, identically on every rank. The arguments are checked
+    as :func:`tinynorm.ops.normalization.batch_norm` checks them.
     """
+    op = "sync_batch_norm"
+    x = check_norm_input(op, x, "(N, C, *)")
+    running_mean, running_var, weight, bias = check_channel_params(op, x, running_mean, running_var, weight, bias)
+    momentum, eps = check_momentum(momentum, op=op), check_eps(eps, op=op)
     mean, var, count = global_batch_stats(x, comm)
     if count <= 1:  # every rank sees the same count, so every rank raises: no rank is left waiting
         raise ValueError(
-            f"Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
+            f"{op}: Expected more than 1 value per channel when training, got {count} over {comm.Get_size()} "
             f"processes (this rank's input size {tuple(x.shape)})"
         )
-    xp, dtype = x._backend, F.stat_dtype(x.dtype)
+    xp, dtype = x._backend, stat_dtype(x.dtype)
     if running_mean is not None and running_var is not None:
-        F.update_running_stats(running_mean, running_var, xp.from_numpy(mean), xp.from_numpy(var), count, momentum)
-    rstd = 1 / np.sqrt(var + eps)
+        update_running_stats(running_mean, running_var, xp.from_numpy(mean), xp.from_numpy(var), count, momentum)
+    with np.errstate(divide="ignore"):  # var = eps = 0 gives inf, as on one process
+        rstd = 1 / np.sqrt(var + eps)
     return SyncBatchNormFunction.apply(x, weight, bias, xp.from_numpy(mean.astype(dtype)),
                                        xp.from_numpy(rstd.astype(dtype)), count, comm)
 
@@ -113,11 +129,6 @@ class SyncBatchNorm(_BatchNorm):
     def _check_input_dims(self, x: Tensor) -> None:
         if x.ndim < 2:
             raise ValueError(f"SyncBatchNorm: expected input of shape (N, C) or (N, C, *), got shape {tuple(x.shape)}")
-
-    def _check_values_per_channel(self, x: Tensor) -> None:
-        # One shard may hold a single value, or none: sync_batch_norm checks the merged count instead.
-        if distributed.communicator(self.process_group).Get_size() == 1:
-            super()._check_values_per_channel(x)
 
     def _normalize(self, x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                    use_batch_stats: bool, momentum: float) -> Tensor:

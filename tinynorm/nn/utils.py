@@ -4,6 +4,9 @@ Two classic BatchNorm failures have a one-line fix here:
 * fine-tuning with tiny batches ruins good running statistics -> ``freeze_batch_norm(model)``;
 * running statistics that no longer match the weights (after fine-tuning, weight averaging or
   loading weights from elsewhere) -> ``recompute_batch_norm_statistics(model, batches)``.
+
+``tinynorm.nn.utils`` also holds PyTorch's ``torch.nn.utils`` functions over parameters
+(``clip_grad_norm_``, ``clip_grad_value_``, ``parameters_to_vector``...), defined in ``parameter_utils.py``.
 """
 from __future__ import annotations
 
@@ -12,6 +15,10 @@ from typing import Any, Callable, Iterable
 from ..autograd import no_grad
 from .module import Module
 from .normalization import _BatchNorm
+from .parameter_utils import (  # noqa: F401  (re-exported: PyTorch's torch.nn.utils names)
+    clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm, parameters_to_vector,
+    vector_to_parameters,
+)
 
 
 def batch_norm_layers(model: Module) -> list[_BatchNorm]:

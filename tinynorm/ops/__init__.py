@@ -6,7 +6,10 @@ from .elementwise import abs, clamp, exp, gelu, log, maximum, minimum, relu, rsq
 from .linalg import linear, matmul
 from .losses import cross_entropy, mse_loss, nll_loss
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var
-from .shape import cast, cat, clone, expand, flatten, getitem, permute, reshape, squeeze, stack, to_device, transpose, unsqueeze
+from .shape import (
+    cast, cat, chunk, clone, expand, flatten, getitem, narrow, permute, reshape, split, squeeze, stack, t, to_device,
+    transpose, unbind, unsqueeze, view,
+)
 from .softmax import log_softmax, softmax
 
 __all__ = [
@@ -14,6 +17,6 @@ __all__ = [
     "abs", "clamp", "exp", "gelu", "log", "maximum", "minimum", "relu", "rsqrt", "sigmoid", "sqrt", "tanh", "where",
     "linear", "matmul", "cross_entropy", "mse_loss", "nll_loss",
     "amax", "amin", "argmax", "argmin", "max", "mean", "min", "std", "sum", "var",
-    "cast", "cat", "clone", "expand", "flatten", "getitem", "permute", "reshape", "squeeze", "stack",
-    "to_device", "transpose", "unsqueeze", "log_softmax", "softmax",
+    "cast", "cat", "chunk", "clone", "expand", "flatten", "getitem", "narrow", "permute", "reshape", "split", "squeeze",
+    "stack", "t", "to_device", "transpose", "unbind", "unsqueeze", "view", "log_softmax", "softmax",
 ]

@@ -1,7 +1,8 @@
-"""``+ - * / **`` and negation, with numpy broadcasting.
+"""``+ - * / **`` and negation, with broadcasting and PyTorch's type promotion.
 
 Each backward returns the gradient at the broadcast output shape; the engine sums it back to each
-input's shape. Python numbers take part as constants (``x * 2``) and get no gradient.
+input's shape. Python numbers take part as constants (``x * 2``) and get no gradient. The operands are
+first brought to the dtype PyTorch computes in (:mod:`.promotion`): ``int_tensor / 2`` is float32.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
+from .promotion import promote
 
 
 def _shape(a: Any) -> tuple:
@@ -23,6 +25,8 @@ def _broadcast_error(op: str, a: Any, b: Any) -> ValueError:
 
 
 class Add(Function):
+    backward_name = "AddBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         try:
@@ -36,6 +40,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    backward_name = "SubBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         try:
@@ -49,6 +55,8 @@ class Sub(Function):
 
 
 class Mul(Function):
+    backward_name = "MulBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
@@ -65,6 +73,8 @@ class Mul(Function):
 
 
 class Div(Function):
+    backward_name = "DivBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         ctx.save_for_backward(a, b)
@@ -83,13 +93,18 @@ class Div(Function):
 
 
 class Pow(Function):
-    """``a ** b``; d/da = b * a**(b-1), d/db = a**b * log(a)."""
+    """``a ** b``; d/da = b * a**(b-1), d/db = a**b * log(a), with PyTorch's values where those formulas
+    are undefined: d/da is 0 where b == 0 (also at a == 0), d/db is 0 where a == 0 and b >= 0."""
+
+    backward_name = "PowBackward0"
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         try:
             out = a**b
-        except ValueError:
+        except ValueError as error:
+            if "negative integer powers" in str(error):
+                raise RuntimeError("Integers to negative integer powers are not allowed.") from None
             raise _broadcast_error("pow", a, b) from None
         ctx.save_for_backward(a, b, out)
         return out
@@ -97,13 +112,22 @@ class Pow(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:
         a, b, out = ctx.saved_tensors
+        xp = ctx.xp
         need_a, need_b = ctx.needs_input_grad
-        grad_a = grad * b * a ** (b - 1) if need_a else None
-        grad_b = grad * out * ctx.xp.log(a) if need_b else None
+        grad_a = grad_b = None
+        if need_a:
+            if isinstance(b, (int, float)):  # x ** 2: no mask needed
+                grad_a = grad * b * a ** (b - 1) if b != 0 else xp.zeros_like(grad)
+            else:
+                grad_a = xp.where(b == 0, 0, grad * b * a ** (b - 1))
+        if need_b:
+            grad_b = xp.where((a == 0) & (b >= 0), 0, grad * out * xp.log(a))
         return grad_a, grad_b
 
 
 class Neg(Function):
+    backward_name = "NegBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any) -> Any:
         return -a
@@ -113,25 +137,33 @@ class Neg(Function):
         return -grad
 
 
-def add(a: Any, b: Any) -> Tensor:
+def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    """``a + alpha * b``."""
+    a, b = promote(a, b if alpha == 1 else b * alpha)
     return Add.apply(a, b)
 
 
-def sub(a: Any, b: Any) -> Tensor:
+def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    """``a - alpha * b``."""
+    a, b = promote(a, b if alpha == 1 else b * alpha)
     return Sub.apply(a, b)
 
 
 def mul(a: Any, b: Any) -> Tensor:
-    return Mul.apply(a, b)
+    return Mul.apply(*promote(a, b))
 
 
 def div(a: Any, b: Any) -> Tensor:
-    return Div.apply(a, b)
+    """True division: integers give the default float dtype, as in PyTorch."""
+    return Div.apply(*promote(a, b, floating=True))
 
 
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001
-    return Pow.apply(a, b)
+    return Pow.apply(*promote(a, b))
 
 
 def neg(a: Tensor) -> Tensor:
+    if a.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
     return Neg.apply(a)

@@ -17,6 +17,8 @@ IntPair = int | tuple[int, int]
 
 
 class Conv2d(Function):
+    backward_name = "ConvolutionBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any, stride: IntPair, padding: IntPair) -> Any:
         y, cols = ctx.xp.conv2d_forward(x, weight, bias, stride, padding)
@@ -33,6 +35,8 @@ class Conv2d(Function):
 
 
 class MaxPool2d(Function):
+    backward_name = "MaxPool2DWithIndicesBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
         y, argmax = ctx.xp.max_pool2d_forward(x, kernel_size, stride, padding)
@@ -47,6 +51,8 @@ class MaxPool2d(Function):
 
 
 class AvgPool2d(Function):
+    backward_name = "AvgPool2DBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, kernel_size: IntPair, stride: IntPair, padding: IntPair) -> Any:
         ctx.x_shape, ctx.geometry = x.shape, (kernel_size, stride, padding)

@@ -10,6 +10,8 @@ from ..tensor import Tensor
 
 
 class Dropout(Function):
+    backward_name = "NativeDropoutBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, p: float) -> Any:
         keep = ctx.xp.random_uniform(default_generator(), x.shape, x.dtype) >= p

@@ -9,10 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.function import Context, Function
+from .. import dtypes
 from ..tensor import Tensor, tensor
+from .promotion import promote
+from .shape import cast
 
 
 class Exp(Function):
+    backward_name = "ExpBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         out = ctx.xp.exp(x)
@@ -26,6 +31,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    backward_name = "LogBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         ctx.save_for_backward(x)
@@ -38,6 +45,8 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    backward_name = "SqrtBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         out = ctx.xp.sqrt(x)
@@ -53,6 +62,8 @@ class Sqrt(Function):
 class Rsqrt(Function):
     """1/sqrt(x); derivative -0.5 * x**-1.5 = -0.5 * out**3."""
 
+    backward_name = "RsqrtBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         out = 1 / ctx.xp.sqrt(x)
@@ -66,6 +77,8 @@ class Rsqrt(Function):
 
 
 class Abs(Function):
+    backward_name = "AbsBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         ctx.save_for_backward(x)
@@ -78,6 +91,8 @@ class Abs(Function):
 
 
 class Tanh(Function):
+    backward_name = "TanhBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         out = ctx.xp.tanh(x)
@@ -91,6 +106,8 @@ class Tanh(Function):
 
 
 class Sigmoid(Function):
+    backward_name = "SigmoidBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         # 1/(1+exp(-x)) overflows exp for very negative x; 0.5*(1+tanh(x/2)) is the same value, stably.
@@ -105,6 +122,8 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
+    backward_name = "ReluBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         out = ctx.xp.maximum(x, 0)
@@ -126,6 +145,8 @@ class Gelu(Function):
     arithmetic they would be 5 and 11 kernel launches on the GPU, and there they are one each.
     """
 
+    backward_name = "GeluBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, approximate: str = "none") -> Any:
         ctx.save_for_backward(x)
@@ -140,6 +161,8 @@ class Gelu(Function):
 
 class Clamp(Function):
     """Clip to [min, max]; the gradient passes where the input was inside the range (ends included)."""
+
+    backward_name = "ClampBackward1"
 
     @staticmethod
     def forward(ctx: Context, x: Any, low: float | None, high: float | None) -> Any:
@@ -165,6 +188,8 @@ class Pick(Function):
     The gradient goes to the input that was picked; on ties it is split evenly (as PyTorch).
     """
 
+    backward_name = "MaximumBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any, largest: bool) -> Any:
         ctx.save_for_backward(a, b)
@@ -181,6 +206,8 @@ class Pick(Function):
 class Where(Function):
     """``a`` where ``condition`` holds, else ``b``; the condition gets no gradient."""
 
+    backward_name = "WhereBackward0"
+
     @staticmethod
     def forward(ctx: Context, condition: Any, a: Any, b: Any) -> Any:
         ctx.save_for_backward(condition)
@@ -193,20 +220,26 @@ class Where(Function):
         return None, ctx.xp.where(condition, grad, zero), ctx.xp.where(condition, zero, grad)
 
 
+def _floating(x: Tensor) -> Tensor:
+    """``x``, converted to the default float dtype if it holds integers (``sqrt`` of an int tensor is
+    float32, as in PyTorch)."""
+    return x if x.dtype.kind == "f" else cast(x, dtypes.get_default_dtype())
+
+
 def exp(x: Tensor) -> Tensor:
-    return Exp.apply(x)
+    return Exp.apply(_floating(x))
 
 
 def log(x: Tensor) -> Tensor:
-    return Log.apply(x)
+    return Log.apply(_floating(x))
 
 
 def sqrt(x: Tensor) -> Tensor:
-    return Sqrt.apply(x)
+    return Sqrt.apply(_floating(x))
 
 
 def rsqrt(x: Tensor) -> Tensor:
-    return Rsqrt.apply(x)
+    return Rsqrt.apply(_floating(x))
 
 
 def abs(x: Tensor) -> Tensor:  # noqa: A001
@@ -214,11 +247,11 @@ def abs(x: Tensor) -> Tensor:  # noqa: A001
 
 
 def tanh(x: Tensor) -> Tensor:
-    return Tanh.apply(x)
+    return Tanh.apply(_floating(x))
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    return Sigmoid.apply(x)
+    return Sigmoid.apply(_floating(x))
 
 
 def relu(x: Tensor) -> Tensor:
@@ -228,21 +261,21 @@ def relu(x: Tensor) -> Tensor:
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return Gelu.apply(x, approximate=approximate)
+    return Gelu.apply(_floating(x), approximate=approximate)
 
 
-def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     return Clamp.apply(x, min, max)
 
 
 def maximum(a: Any, b: Any) -> Tensor:
-    return Pick.apply(a, b, True)
+    return Pick.apply(*promote(a, b), True)
 
 
 def minimum(a: Any, b: Any) -> Tensor:
-    return Pick.apply(a, b, False)
+    return Pick.apply(*promote(a, b), False)
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
@@ -251,4 +284,4 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     device = next((t.device for t in (condition, a, b) if isinstance(t, Tensor)), "cpu")
     if device != "cpu" and not isinstance(condition, Tensor):
         condition = tensor(condition, device=device)
-    return Where.apply(condition, a, b)
+    return Where.apply(condition, *promote(a, b))

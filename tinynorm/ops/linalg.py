@@ -20,6 +20,8 @@ def _matmul_error(a: Any, b: Any) -> ValueError:
 
 
 class MatMul(Function):
+    backward_name = "MmBackward0"
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         if a.ndim == 0 or b.ndim == 0:
@@ -56,6 +58,8 @@ class MatMul(Function):
 class Linear(Function):
     """y = x @ W^T + b for x of shape (..., in_features), W (out, in), b (out,): one fused op."""
 
+    backward_name = "AddmmBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, weight: Any, bias: Any) -> Any:
         if x.shape[-1] != weight.shape[1]:
@@ -78,9 +82,20 @@ class Linear(Function):
         return grad_x, grad_w, grad_b
 
 
+def _same_dtype(op: str, first: Any, second: Any, names: tuple[str, str], fix: str) -> None:
+    """Matrix products do not promote, as in PyTorch: mixed dtypes are an error saying how to convert."""
+    dtype_a, dtype_b = getattr(first, "dtype", None), getattr(second, "dtype", None)
+    if dtype_a is not None and dtype_b is not None and dtype_a != dtype_b:
+        raise RuntimeError(f"{op}: {names[0]} has dtype {dtype_a} but {names[1]} has dtype {dtype_b}; they must "
+                           f"be the same: {fix}")
+
+
 def matmul(a: Any, b: Any) -> Tensor:
+    _same_dtype("matmul", a, b, ("the first operand", "the second"), "convert one, e.g. b.to(a.dtype)")
     return MatMul.apply(a, b)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    _same_dtype("linear", x, weight, ("the input", "the weight"),
+                "convert the input (x.float(), x.double()) or the layer (layer.to(x.dtype))")
     return Linear.apply(x, weight, bias)

@@ -52,6 +52,9 @@ class CrossEntropy(Function):
     whose target is not ``ignore_index``, counted on the host by the target check.
     """
 
+    backward_name = "NllLossBackward0"
+
+
     @staticmethod
     def forward(ctx: Context, logits: Any, target: Any, ignore_index: int, reduction: str, smoothing: float,
                 kept: int) -> Any:
@@ -71,6 +74,9 @@ class CrossEntropy(Function):
 
 class NllLoss(Function):
     """Negative log-likelihood of 2-D log-probabilities (rows, classes) at int targets (rows,)."""
+
+    backward_name = "NllLossBackward0"
+
 
     @staticmethod
     def forward(ctx: Context, logp: Any, target: Any, ignore_index: int, reduction: str, kept: int) -> Any:

@@ -6,27 +6,15 @@ re-inserts them (as size 1) when ``keepdim=False`` dropped them.
 """
 from __future__ import annotations
 
-import builtins
+import math
 from typing import Any
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import MinMax, Tensor
+from .dims import normalize_dim, normalize_dims
 
 Dims = tuple[int, ...] | None
-
-
-def normalize_dims(dim: Any, ndim: int, op: str) -> Dims:
-    """``dim`` (None, an int or a sequence) as a sorted tuple of non-negative dims, or None for all."""
-    if dim is None:
-        return None
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    rank = builtins.max(ndim, 1)  # this module's own max() shadows the builtin
-    result = []
-    for d in dims:
-        if not -rank <= d < rank:
-            raise IndexError(f"{op}: dim {d} is out of range for a tensor with {ndim} dimensions")
-        result.append(d % rank)
-    return tuple(sorted(set(result)))
 
 
 def _resolve(x: Tensor, dim: Any, keepdim: bool, numpy_names: dict, op: str) -> tuple[Dims, bool]:
@@ -55,6 +43,8 @@ def _count(shape: tuple, dims: Dims) -> int:
 
 
 class Sum(Function):
+    backward_name = "SumBackward1"
+
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool) -> Any:
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
@@ -67,6 +57,8 @@ class Sum(Function):
 
 
 class Mean(Function):
+    backward_name = "MeanBackward1"
+
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool) -> Any:
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
@@ -78,17 +70,31 @@ class Mean(Function):
         return ctx.xp.broadcast_to(grad / _count(ctx.shape, ctx.dims), ctx.shape)
 
 
+class SumAll(Sum):
+    """The sum of every element (PyTorch names its node apart from a sum over dims)."""
+
+    backward_name = "SumBackward0"
+
+
+class MeanAll(Mean):
+    backward_name = "MeanBackward0"
+
+
 class Var(Function):
     """Variance with ``correction`` (1 = unbiased, PyTorch's default), computed in two passes.
 
-    d var / dx_i = 2 (x_i - mean) / (n - correction).
+    d var / dx_i = 2 (x_i - mean) / (n - correction); with no degrees of freedom left (n <= correction)
+    the variance is inf or NaN, as in PyTorch.
     """
+
+    backward_name = "VarBackward0"
 
     @staticmethod
     def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
         xp = ctx.xp
         centered = x - xp.mean(x, axis=dims, keepdims=True)
-        divisor = builtins.max(_count(x.shape, dims) - correction, 0)
+        divisor = _count(x.shape, dims) - correction
+        divisor = divisor if divisor > 0 else 0
         ctx.save_for_backward(centered)
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
         return xp.sum(centered * centered, axis=dims, keepdims=keepdim) / divisor
@@ -97,16 +103,37 @@ class Var(Function):
     def backward(ctx: Context, grad: Any) -> Any:
         (centered,) = ctx.saved_tensors
         grad = _expand_back(grad, ctx.dims, ctx.keepdim, ctx.xp)
-        return grad * centered * (2 / ctx.divisor)
+        return grad * centered * (2 / ctx.divisor if ctx.divisor else math.inf)
 
 
-class Extreme(Function):
-    """amax / amin: the gradient is shared evenly among the elements that attain the extreme."""
+class Std(Var):
+    """sqrt(var): d std / dx = d var / dx / (2 std), and 0 where std is 0 (a constant row), as in PyTorch."""
+
+    backward_name = "StdBackward0"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, largest: bool) -> Any:
+    def forward(ctx: Context, x: Any, dims: Dims, keepdim: bool, correction: int) -> Any:
+        out = ctx.xp.sqrt(Var.forward(ctx, x, dims, keepdim, correction))
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> Any:
         xp = ctx.xp
-        reduce = xp.amax if largest else xp.amin
+        zero = ctx.out == 0
+        return Var.backward(ctx, xp.where(zero, 0, grad / xp.where(zero, 1, 2 * ctx.out)))
+
+
+class Amax(Function):
+    """The largest values: the gradient is shared evenly among the elements that attain them."""
+
+    backward_name = "AmaxBackward0"
+    largest = True
+
+    @classmethod
+    def forward(cls, ctx: Context, x: Any, dims: Dims, keepdim: bool) -> Any:
+        xp = ctx.xp
+        reduce = xp.amax if cls.largest else xp.amin
         kept = reduce(x, axis=dims, keepdims=True)
         ctx.save_for_backward(x, kept)
         ctx.dims, ctx.keepdim = dims, keepdim
@@ -120,16 +147,22 @@ class Extreme(Function):
         return grad * hits / ctx.xp.sum(hits, axis=ctx.dims, keepdims=True)
 
 
+class Amin(Amax):
+    backward_name = "AminBackward0"
+    largest = False
+
+
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:  # noqa: A001
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "sum")
-    return Sum.apply(x, dims, keepdim)
+    return (SumAll if dims is None else Sum).apply(x, dims, keepdim)
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "mean")
     if not x.dtype.kind == "f":
-        raise TypeError(f"mean: expected a floating-point tensor, got dtype {x.dtype}; convert with .float()")
-    return Mean.apply(x, dims, keepdim)
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {dtypes.type_name(x.dtype)}; convert with .float()")
+    return (MeanAll if dims is None else Mean).apply(x, dims, keepdim)
 
 
 def var(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
@@ -138,17 +171,18 @@ def var(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 
 
 
 def std(x: Tensor, dim: Any = None, keepdim: bool = False, *, correction: int = 1, **numpy_names: Any) -> Tensor:
-    return var(x, dim, keepdim, correction=correction, **numpy_names).sqrt()
+    dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "std")
+    return Std.apply(x, dims, keepdim, correction)
 
 
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "amax")
-    return Extreme.apply(x, dims, keepdim, True)
+    return Amax.apply(x, dims, keepdim)
 
 
 def amin(x: Tensor, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
     dims, keepdim = _resolve(x, dim, keepdim, numpy_names, "amin")
-    return Extreme.apply(x, dims, keepdim, False)
+    return Amin.apply(x, dims, keepdim)
 
 
 def max(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -171,7 +205,7 @@ def _arg_extreme(x: Tensor, dim: int | None, keepdim: bool, name: str) -> Tensor
     if dim is None:
         index = find(x.array.reshape(-1))
     else:
-        (d,) = normalize_dims(dim, x.ndim, name)
+        d = normalize_dim(dim, x.ndim, name)
         index = find(x.array, axis=d)
         if keepdim:
             index = xp.expand_dims(index, d)

@@ -1,43 +1,72 @@
-"""Ops that move values without changing them: reshape, permute, expand, indexing, cat/stack,
-dtype casts and device moves. Their backward moves the gradient back the same way.
+"""Ops that move values without changing them: reshape and view, permute, expand, indexing, cat/stack,
+splitting, dtype casts and device moves. Their backward moves the gradient back the same way.
+
+Reshape (where the strides allow), permute, expand and basic indexing are views, as in PyTorch: the
+result shares its input's memory (``makes_view``), so an in-place write through either is seen by both.
+Their ``view`` method makes the view of an array; an in-place write through a view replays it.
 """
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any, Sequence
 
 from ..autograd.function import Context, Function
-from ..backends import get_backend
+from ..backends import get_backend, is_basic_index
 from ..tensor import Tensor, on_device, tensor
-from .reductions import normalize_dims
-
-
-def _dim(dim: int, ndim: int, op: str) -> int:
-    (d,) = normalize_dims(dim, ndim, op)
-    return d
+from .dims import normalize_dim, normalize_dims
 
 
 class Reshape(Function):
+    backward_name = "ViewBackward0"
+    makes_view = True  # when the strides allow it; otherwise the backend copies
+
+    @staticmethod
+    def view(xp: Any, x: Any, shape: tuple) -> Any:
+        return xp.reshape(x, shape)
+
     @staticmethod
     def forward(ctx: Context, x: Any, shape: tuple) -> Any:
         ctx.shape = x.shape
-        try:
-            return ctx.xp.reshape(x, shape)
-        except ValueError:
-            raise ValueError(
-                f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} ({x.size} elements) "
-                f"into shape {tuple(shape)}"
-            ) from None
+        return Reshape.view(ctx.xp, x, shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         return ctx.xp.reshape(grad, ctx.shape)
 
 
+class View(Reshape):
+    """Reshape that must not copy: ``Tensor.view``."""
+
+    @staticmethod
+    def view(xp: Any, x: Any, shape: tuple) -> Any:
+        try:
+            return xp.view(x, shape)
+        except ValueError:
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride (at least one dimension "
+                f"spans across two contiguous subspaces): a tensor of shape {tuple(x.shape)} cannot be viewed "
+                f"as {tuple(shape)} without a copy. Use .reshape(...) instead."
+            ) from None
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, shape: tuple) -> Any:
+        ctx.shape = x.shape
+        return View.view(ctx.xp, x, shape)
+
+
 class Permute(Function):
+    backward_name = "PermuteBackward0"
+    makes_view = True
+
+    @staticmethod
+    def view(xp: Any, x: Any, dims: tuple) -> Any:
+        return xp.transpose(x, dims)
+
     @staticmethod
     def forward(ctx: Context, x: Any, dims: tuple) -> Any:
         ctx.dims = dims
-        return ctx.xp.transpose(x, dims)
+        return Permute.view(ctx.xp, x, dims)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -48,14 +77,18 @@ class Permute(Function):
 
 
 class Expand(Function):
-    """Broadcast to a larger shape; the engine sums the gradient back (``unbroadcast``)."""
+    """Broadcast to a larger shape (a read-only view); the engine sums the gradient back (``unbroadcast``)."""
+
+    backward_name = "ExpandBackward0"
+    makes_view = True
+
+    @staticmethod
+    def view(xp: Any, x: Any, shape: tuple) -> Any:
+        return xp.broadcast_to(x, shape)
 
     @staticmethod
     def forward(ctx: Context, x: Any, shape: tuple) -> Any:
-        try:
-            return ctx.xp.broadcast_to(x, shape)
-        except ValueError:
-            raise ValueError(f"expand: cannot expand shape {tuple(x.shape)} to {tuple(shape)}") from None
+        return Expand.view(ctx.xp, x, shape)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -63,15 +96,23 @@ class Expand(Function):
 
 
 class GetItem(Function):
-    """``x[index]`` for basic (ints, slices) and integer-array indexing; gradient by scatter-add."""
+    """``x[index]`` for basic (ints, slices: a view) and advanced (integer arrays, masks: a copy) indexing;
+    gradient by scatter-add."""
+
+    backward_name = "IndexBackward0"
+    makes_view = True  # basic indices only: advanced indexing copies
 
     @staticmethod
-    def forward(ctx: Context, x: Any, index: Any) -> Any:
-        ctx.shape, ctx.index = x.shape, index
+    def view(xp: Any, x: Any, index: Any) -> Any:
         try:
             return x[index]
         except IndexError as error:
             raise IndexError(f"index {index!r} is invalid for a tensor of shape {tuple(x.shape)}: {error}") from None
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, index: Any) -> Any:
+        ctx.shape, ctx.index = x.shape, index
+        return GetItem.view(ctx.xp, x, index)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -82,6 +123,8 @@ class GetItem(Function):
 class TakeRows(Function):
     """``x[indices]`` along dim 0 for integer indices already checked to lie in ``[0, len(x))``
     (embedding lookups): unlike ``x[indices]``, nothing is read back from the device to check them."""
+
+    backward_name = "EmbeddingBackward0"
 
     @staticmethod
     def forward(ctx: Context, x: Any, indices: Any) -> Any:
@@ -94,6 +137,8 @@ class TakeRows(Function):
 
 
 class Cat(Function):
+    backward_name = "CatBackward0"
+
     @staticmethod
     def forward(ctx: Context, *arrays: Any, dim: int) -> Any:
         ctx.dim = dim
@@ -116,6 +161,8 @@ class Cat(Function):
 
 
 class Cast(Function):
+    backward_name = "ToCopyBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, dtype: Any) -> Any:
         ctx.dtype = x.dtype
@@ -127,9 +174,13 @@ class Cast(Function):
 
 
 class Clone(Function):
+    """A copy, in the same memory layout (``contiguous=False``, PyTorch's ``clone``) or row-major."""
+
+    backward_name = "CloneBackward0"
+
     @staticmethod
-    def forward(ctx: Context, x: Any) -> Any:
-        return ctx.xp.copy(x)
+    def forward(ctx: Context, x: Any, contiguous: bool = False) -> Any:
+        return ctx.xp.ascontiguousarray(x) if contiguous else ctx.xp.copy(x)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
@@ -138,6 +189,8 @@ class Clone(Function):
 
 class ToDevice(Function):
     """Copy to another device (through host memory); the gradient is copied back to the source device."""
+
+    backward_name = "ToCopyBackward0"
 
     @staticmethod
     def forward(ctx: Context, x: Any, device: str) -> Any:
@@ -153,42 +206,78 @@ def to_device(x: Tensor, device: str) -> Tensor:
     return ToDevice.apply(x, device)
 
 
+def _target_shape(x: Tensor, shape: Sequence[int], op: str) -> tuple[int, ...]:
+    """``shape`` with its one -1 filled in, checked against ``x``'s number of elements (PyTorch's errors)."""
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{op}(): shape must be a sequence of ints, got {tuple(shape)!r}") from None
+    if any(n < -1 for n in shape):
+        raise RuntimeError(f"{op}(): invalid shape dimension {min(shape)} in {shape}")
+    if shape.count(-1) > 1:
+        raise RuntimeError(f"{op}(): only one dimension can be inferred, got shape {shape}")
+    known = math.prod(n for n in shape if n != -1)
+    if -1 in shape:
+        if known == 0 or x.numel() % known:
+            raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {x.numel()}")
+        shape = tuple(x.numel() // known if n == -1 else n for n in shape)
+    elif known != x.numel():
+        raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {x.numel()}")
+    return shape
+
+
 def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
-    return Reshape.apply(x, tuple(shape))
+    return Reshape.apply(x, _target_shape(x, shape, "reshape"))
+
+
+def view(x: Tensor, shape: Sequence[int]) -> Tensor:
+    return View.apply(x, _target_shape(x, shape, "view"))
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return reshape(x, (1,))
-    start, end = _dim(start_dim, x.ndim, "flatten"), _dim(end_dim, x.ndim, "flatten")
+    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape
     return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
 
 
 def permute(x: Tensor, dims: Sequence[int]) -> Tensor:
     dims = tuple(dims)
-    if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
-        raise ValueError(f"permute: dims {dims} are not a permutation of the {x.ndim} dims of shape {x.shape}")
-    return Permute.apply(x, tuple(d % x.ndim for d in dims))
+    if len(dims) != x.ndim:
+        raise RuntimeError(f"permute(): number of dims don't match: the tensor has {x.ndim} dims, but dims "
+                           f"{dims} has {len(dims)}")
+    normalized = normalize_dims(dims, x.ndim, "permute", sort=False)
+    return Permute.apply(x, normalized)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     dims = list(range(x.ndim))
-    a, b = _dim(dim0, x.ndim, "transpose"), _dim(dim1, x.ndim, "transpose")
+    a, b = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
     return Permute.apply(x, tuple(dims))
 
 
+def t(x: Tensor) -> Tensor:
+    """The transpose of a tensor of at most 2 dims."""
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return x if x.ndim < 2 else transpose(x, 0, 1)
+
+
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    d = dim % (x.ndim + 1)
+    d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
-def squeeze(x: Tensor, dim: int | None = None) -> Tensor:
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
     if dim is None:
         return reshape(x, tuple(n for n in x.shape if n != 1))
-    d = _dim(dim, x.ndim, "squeeze")
-    return x if x.shape[d] != 1 else reshape(x, x.shape[:d] + x.shape[d + 1:])
+    dims = normalize_dims(dim, x.ndim, "squeeze")
+    return reshape(x, tuple(n for d, n in enumerate(x.shape) if not (d in dims and n == 1)))
 
 
 def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -196,16 +285,77 @@ def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
     shape = tuple(shape)
     offset = len(shape) - x.ndim
     if offset < 0:
-        raise ValueError(f"expand: target shape {shape} has fewer dims than the tensor's {x.shape}")
-    shape = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
-    return Expand.apply(x, shape)
+        raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({x.ndim})")
+    if any(n == -1 for n in shape[:offset]):
+        raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing dimension ({shape})")
+    target = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
+    for i, n in enumerate(x.shape):
+        if n != 1 and n != target[i + offset]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i + offset]}) must match the existing "
+                               f"size ({n}) at non-singleton dimension {i + offset}.  Target sizes: {list(shape)}.  "
+                               f"Tensor sizes: {list(x.shape)}")
+    return Expand.apply(x, target)
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    return GetItem.apply(x, _raw_index(index, x))
+    raw = raw_index(index, x)
+    if is_basic_index(raw):
+        # With a trailing ``...`` numpy returns a 0-d view, not a scalar copy, when every dim is indexed.
+        items = raw if isinstance(raw, tuple) else (raw,)
+        raw = items if Ellipsis in items else items + (Ellipsis,)
+    return GetItem.apply(x, raw)
 
 
-def _raw_index(index: Any, x: Tensor) -> Any:
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The view of ``length`` elements of ``x`` along ``dim``, from ``start``."""
+    d = normalize_dim(dim, x.ndim, "narrow")
+    size = x.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start ({start}) is out of range for dimension {d} of size {size}")
+    start %= size if size else 1
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of consecutive pieces along ``dim``: of ``split_size`` each (the last may be smaller), or of
+    the given list of sizes."""
+    d = normalize_dim(dim, x.ndim, "split")
+    size = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and not (step == 0 and size == 0):
+            raise RuntimeError(f"split(): split_size must be positive, got {step}")
+        sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
+    else:
+        sizes = [operator.index(n) for n in split_size_or_sections]
+        if sum(sizes) != size or any(n < 0 for n in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                               f"size at dimension {d}), but got split_sizes={sizes}")
+    pieces, start = [], 0
+    for n in sizes:
+        pieces.append(getitem(x, (slice(None),) * d + (slice(start, start + n),)))
+        start += n
+    return tuple(pieces)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as PyTorch."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = normalize_dim(dim, x.ndim, "chunk")
+    return split(x, max(-(-x.shape[d] // chunks), 1), d)
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices of ``x`` along ``dim``, each without that dim (views)."""
+    d = normalize_dim(dim, x.ndim, "unbind")
+    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+
+
+def raw_index(index: Any, x: Tensor) -> Any:
     """``index`` with its index arrays as arrays on ``x``'s device (index tensors carry no gradient)."""
     if isinstance(index, tuple):
         return tuple(_raw_index_item(item, x) for item in index)
@@ -254,7 +404,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
-    return Cat.apply(*tensors, dim=_dim(dim, tensors[0].ndim, "cat"))
+    return Cat.apply(*tensors, dim=normalize_dim(dim, tensors[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -264,7 +414,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
-    d = dim % (tensors[0].ndim + 1)
+    d = normalize_dim(dim, tensors[0].ndim + 1, "stack")
     return cat([unsqueeze(t, d) for t in tensors], dim=d)
 
 
@@ -274,5 +424,6 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
     return Cast.apply(x, dtype)
 
 
-def clone(x: Tensor) -> Tensor:
-    return Clone.apply(x)
+def clone(x: Tensor, contiguous: bool = False) -> Tensor:
+    return Clone.apply(x, contiguous=contiguous)
+

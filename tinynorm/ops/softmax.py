@@ -11,7 +11,7 @@ from typing import Any
 
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
-from .reductions import normalize_dims
+from .dims import normalize_dim
 
 
 def _along(xp: Any, kernel: Callable[..., Any], dim: int, *arrays: Any) -> Any:
@@ -28,6 +28,8 @@ def log_softmax_array(xp: Any, x: Any, dim: int) -> Any:
 
 
 class Softmax(Function):
+    backward_name = "SoftmaxBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, dim: int) -> Any:
         out = _along(ctx.xp, ctx.xp.softmax_forward, dim, x)
@@ -42,6 +44,8 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
+    backward_name = "LogSoftmaxBackward0"
+
     @staticmethod
     def forward(ctx: Context, x: Any, dim: int) -> Any:
         out = log_softmax_array(ctx.xp, x, dim)
@@ -56,10 +60,10 @@ class LogSoftmax(Function):
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    (d,) = normalize_dims(dim, x.ndim, "softmax")
+    d = normalize_dim(dim, x.ndim, "softmax")
     return Softmax.apply(x, d)
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    (d,) = normalize_dims(dim, x.ndim, "log_softmax")
+    d = normalize_dim(dim, x.ndim, "log_softmax")
     return LogSoftmax.apply(x, d)

@@ -5,7 +5,9 @@ from typing import Any, Iterable
 
 from ..creation import zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamGroup, batches, check_non_negative
+from .optimizer import Optimizer, batches
+from .options import ParamGroup, check_betas, check_options
+from .state import Layout, Slot
 
 
 class Adam(Optimizer):
@@ -19,21 +21,29 @@ class Adam(Optimizer):
     The two ``1 - beta**t`` factors undo the bias of ``m`` and ``v`` towards their zero start.
     ``decoupled_weight_decay=True`` is AdamW's rule (see :class:`AdamW`). The rule itself is the
     backend's ``adam_update``: numpy on the CPU; on CUDA one fused kernel launch per 12 parameters that
-    share a dtype and a step count (PyTorch's ``foreach`` implementation, always on).
+    share a dtype and a step count. ``foreach`` and ``fused`` are accepted and change nothing.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
                  decoupled_weight_decay: bool = False) -> None:
+        if isinstance(betas, list):
+            betas = tuple(betas)  # as PyTorch's Adam stores them
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        check_non_negative(group, "lr", "eps", "weight_decay")
-        betas = group["betas"]
-        if not (isinstance(betas, (tuple, list)) and len(betas) == 2 and all(0 <= b < 1 for b in betas)):
-            raise ValueError(f"invalid betas: {betas!r} (expected two numbers in [0, 1))")
+        check_options(type(self).__name__, group, ("lr", "eps", "weight_decay"),
+                      ("amsgrad", "maximize", "decoupled_weight_decay"))
+        check_betas(type(self).__name__, group, floats_only=True)
+
+    def _state_layout(self, group: ParamGroup) -> Layout:
+        return {"step": Slot.STEP, "exp_avg": Slot.TENSOR, "exp_avg_sq": Slot.TENSOR,
+                "max_exp_avg_sq": Slot.TENSOR if group["amsgrad"] else Slot.OPTIONAL_TENSOR}
 
     def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
                 group: ParamGroup) -> None:
@@ -42,8 +52,8 @@ class Adam(Optimizer):
                 state["step"] = 0
                 state["exp_avg"] = zeros_like(param)
                 state["exp_avg_sq"] = zeros_like(param)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = zeros_like(param)
+            if group["amsgrad"] and "max_exp_avg_sq" not in state:  # also when amsgrad is switched on later
+                state["max_exp_avg_sq"] = zeros_like(param)
             state["step"] += 1
         beta1, beta2 = group["betas"]
         same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.dtype, state["step"]))
@@ -60,10 +70,16 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): instead of adding
     ``weight_decay * p`` to the gradient, where Adam's scaling would shrink it for parameters with
-    large gradients, each step first shrinks the parameter itself: ``p = p * (1 - lr * weight_decay)``."""
+    large gradients, each step first shrinks the parameter itself: ``p = p * (1 - lr * weight_decay)``.
+    As in PyTorch, a loaded state dict keeps ``decoupled_weight_decay=True``."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
+
+    def _restore_group(self, index: int, group: ParamGroup, saved: ParamGroup) -> ParamGroup:
+        return super()._restore_group(index, group, {**saved, "decoupled_weight_decay": True})

@@ -5,7 +5,9 @@ from typing import Any, Iterable
 
 from ..creation import zeros_like
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamGroup, batches, check_non_negative
+from .optimizer import Optimizer, batches
+from .options import ParamGroup, check_options, check_real
+from .state import Layout, Slot
 
 
 class SGD(Optimizer):
@@ -17,23 +19,27 @@ class SGD(Optimizer):
         p = p - lr * g
 
     ``maximize=True`` negates the gradient first (gradient ascent). The rule itself is the backend's
-    ``sgd_update``: numpy on the CPU; on CUDA one fused kernel launch per 12 parameters of one dtype
-    (PyTorch's ``foreach`` implementation, always on).
+    ``sgd_update``: numpy on the CPU; on CUDA one fused kernel launch per 12 parameters of one dtype.
+    ``foreach`` and ``fused`` are accepted and change nothing (that is tinynorm's one implementation).
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
         super().__init__(params, defaults)
 
     def _check_options(self, group: ParamGroup) -> None:
-        check_non_negative(group, "lr", "momentum", "weight_decay")
+        check_options(type(self).__name__, group, ("lr", "momentum", "weight_decay"), ("nesterov", "maximize"))
+        check_real(type(self).__name__, group, "dampening")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError(
-                f"nesterov momentum requires momentum > 0 and dampening == 0, got momentum={group['momentum']!r} "
-                f"and dampening={group['dampening']!r}"
-            )
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+
+    def _state_layout(self, group: ParamGroup) -> Layout:
+        # The buffer starts at the first step with momentum, and stays if momentum is later set to 0.
+        return {"momentum_buffer": Slot.OPTIONAL_TENSOR}
 
     def _update(self, params: list[Tensor], grads: list[Any], states: list[dict[str, Any]],
                 group: ParamGroup) -> None:

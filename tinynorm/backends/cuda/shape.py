@@ -17,7 +17,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .array import CudaArray
 
-__all__ = ["broadcast_to", "concatenate", "expand_dims", "moveaxis", "reshape", "stack", "swapaxes", "transpose"]
+__all__ = ["ascontiguousarray", "broadcast_to", "concatenate", "expand_dims", "is_contiguous", "moveaxis", "reshape", "shares_storage", "stack",
+           "storage_of", "swapaxes", "transpose", "view"]
 
 Shape = tuple[int, ...]
 
@@ -47,6 +48,32 @@ def reshape(a: CudaArray, shape: Any) -> CudaArray:
         raise ValueError(f"cannot reshape array of size {a.size} into shape {shape}")
     source = a.contiguous()
     return CudaArray(source.storage, shape, None, source.offset)
+
+
+def view(a: CudaArray, shape: Any) -> CudaArray:
+    """``a`` in ``shape`` without copying; ValueError when ``a`` is not contiguous (then a copy is needed)."""
+    if not a.is_contiguous():
+        raise ValueError("Unable to avoid creating a copy while reshaping.")
+    return reshape(a, shape)
+
+
+def storage_of(a: Any) -> Any:
+    """The device memory behind ``a`` (shared by all its views); any other value is its own."""
+    return a.storage if isinstance(a, CudaArray) else a
+
+
+def shares_storage(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are views of the same memory."""
+    return storage_of(a) is storage_of(b)
+
+
+def is_contiguous(a: CudaArray) -> bool:
+    return a.is_contiguous()
+
+
+def ascontiguousarray(a: CudaArray) -> CudaArray:
+    """``a`` if it is C-contiguous, else a C-contiguous copy."""
+    return a.contiguous()
 
 
 def _fill_unknown(shape: Shape, size: int) -> Shape:

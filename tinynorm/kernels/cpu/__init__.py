@@ -4,7 +4,8 @@
     from tinynorm.kernels.cpu import layer_norm_forward
     y, mean, rstd = layer_norm_forward(np.random.randn(8, 64).astype(np.float32), None, None, 1e-5)
 
-Each function's docstring gives the formula it implements; docs/normalization.md derives them.
+Each function's docstring gives the formula it implements and names its plain-numpy reference in
+:mod:`tinynorm.kernels.reference`; docs/normalization.md derives them.
 """
 from .batch_norm import (
     batch_norm_backward,

@@ -1,10 +1,18 @@
-"""Compilation settings shared by every CPU kernel.
+"""Compilation settings shared by the CPU kernels.
 
 ``FASTMATH`` lets LLVM reassociate and vectorize reductions (the difference between ~7 and ~44 GB/s for
 a row sum) while keeping NaN/Inf semantics: the ``nnan``/``ninf`` flags of ``fastmath=True`` would let
 LLVM assume no NaN ever appears, which silently breaks NaN propagation and ``isnan`` checks.
+
+``IEEE_JIT_OPTIONS`` is for the kernels that compute ``1 / sqrt(var + eps)``: ``error_model="numpy"``
+makes a zero denominator (``eps=0`` on a constant row) give inf, as IEEE arithmetic and PyTorch do,
+instead of the ``ZeroDivisionError`` that Numba's default Python error model raises from inside the
+kernel. Only there: it made the backward loops, which divide only by nonzero counts, slower.
 """
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}  # a set: numba rejects other collections
+
+JIT_OPTIONS = {"cache": True, "fastmath": FASTMATH}
+IEEE_JIT_OPTIONS = {**JIT_OPTIONS, "error_model": "numpy"}
 
 # Below this many elements a kernel runs its serial version: starting a parallel region costs more
 # than the work itself.

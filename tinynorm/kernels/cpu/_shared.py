@@ -3,15 +3,26 @@ row statistics every kernel computes.
 
 The wrappers check everything before calling a kernel, so a bad argument gives a clear
 ``TypeError``/``ValueError`` instead of a Numba typing error, and they hand the kernels C-contiguous
-arrays of one dtype so each kernel compiles once per dtype.
+arrays of one dtype so each kernel compiles once per dtype. ``eps`` is checked by
+:func:`tinynorm._checks.check_eps`, the rule every normalization shares.
+
+Statistics are computed in the data's dtype, which is fast and, thanks to the two-pass formulas,
+accurate when |mean| >> std; but float32 squares overflow above |x| ~ 1.8e19 and underflow below
+~1e-19. The fast loops count the rows whose variance went out of range (:func:`out_of_range`, one
+comparison per row); when there are some, a second pass redoes them from :func:`rescaled_mean_var`,
+in float64 on the row scaled by a power of two, so every finite input is normalized right. The plain
+numpy versions of every formula are in :mod:`tinynorm.kernels.reference`.
 """
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
 from numba import njit
 
-from ._config import FASTMATH, PARALLEL_THRESHOLD
+from ..._checks import check_eps  # noqa: F401  (the kernels' eps check, shared with the CUDA wrappers)
+from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -66,13 +77,6 @@ def output(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> n
     return out
 
 
-def check_eps(eps: float, dtype: np.dtype) -> np.floating:
-    """Return ``eps`` as a scalar of ``dtype`` (one compiled signature whatever the caller passes)."""
-    if not eps >= 0:
-        raise ValueError(f"eps must be a non-negative float, got {eps!r}")
-    return dtype.type(eps)
-
-
 def use_parallel(size: int) -> bool:
     """Whether ``size`` elements are enough work to pay for starting the parallel threads."""
     return size >= PARALLEL_THRESHOLD and numba.get_num_threads() > 1
@@ -95,13 +99,13 @@ def partials(chunks: int, width: int, dtype: np.dtype) -> np.ndarray:
 
 
 # One explicit signature: a ``prange`` index is unsigned, and the bounds must stay int64 whoever calls.
-@njit("UniTuple(int64, 2)(int64, int64, int64)", cache=True, fastmath=FASTMATH)
+@njit("UniTuple(int64, 2)(int64, int64, int64)", **JIT_OPTIONS)
 def chunk_bounds(chunk, chunks, units):
     """The ``[start, stop)`` range of ``units`` that belongs to ``chunk`` out of ``chunks``."""
     return chunk * units // chunks, (chunk + 1) * units // chunks
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def total(v):
     """Sum of the 1-D array ``v``, in ``v``'s dtype."""
     result = v.dtype.type(0)
@@ -110,7 +114,7 @@ def total(v):
     return result
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def mean_var_from_total(v, v_total):
     """Mean and biased variance of the 1-D array ``v`` whose sum ``v_total`` is already known.
 
@@ -131,7 +135,68 @@ def mean_var_from_total(v, v_total):
     return first_mean + mean_d, var
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def mean_var(v):
     """Mean and biased variance of the 1-D array ``v``: :func:`mean_var_from_total` after a sum."""
     return mean_var_from_total(v, total(v))
+
+
+def ieee_quietly() -> np.errstate:
+    """numpy arithmetic on statistics without warnings: inf and NaN results are the IEEE answers the
+    kernels give too (and PyTorch gives silently)."""
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+# Below tiny / eps of the dtype (~1e-31 in float32: values within ~1e-16 of their mean) squares may have
+# underflowed. Computed once: np.finfo costs microseconds a call.
+_SMALL_VARIANCE = {dtype: float(np.finfo(dtype).tiny / np.finfo(dtype).eps) for dtype in FLOAT_DTYPES}
+
+
+def variance_floor(dtype: np.dtype, eps: float) -> float:
+    """The smallest variance (or mean square) a kernel trusts in ``dtype``: below it, squares lost to
+    underflow matter, unless ``eps`` is larger and hides the variance anyway (then the floor is 0)."""
+    small = _SMALL_VARIANCE[dtype]
+    return small if eps < small else 0.0
+
+
+@njit(**JIT_OPTIONS)
+def out_of_range(var, floor):
+    """Whether a variance computed in the data's dtype cannot be trusted: NaN, overflowed to inf (float32
+    squares of |x| above ~1.8e19), or below :func:`variance_floor`. The kernels count such rows in
+    their fast loop, and only when there are some run a second kernel that redoes them rescaled."""
+    return not floor <= var < np.inf
+
+
+@njit(**JIT_OPTIONS)
+def rescaled_mean_var(v):
+    """Mean and biased variance of the 1-D array ``v``, in float64, of ``v * 2**-e``.
+
+    ``2**e`` is just above ``max |v|``, so the scaled values lie in (-1, 1) and their squares neither
+    overflow nor underflow (scaling by a power of two is exact). Returns ``(e, mean_s, var_s)``: the
+    statistics of ``v`` are ``mean_s * 2**e`` and ``var_s * 4**e`` (RMSNorm's mean square is
+    ``(var_s + mean_s²) * 4**e``), and ``rstd = rstd_s * 2**-e`` with ``rstd_s`` from
+    :func:`rescaled_rstd`. A row holding inf or NaN keeps ``e = 0`` and gives NaN statistics.
+    """
+    largest = 0.0
+    for i in range(v.size):
+        largest = max(largest, abs(float(v[i])))
+    e = math.frexp(largest)[1] if 0.0 < largest < np.inf else 0
+    n = float(v.size)
+    first_mean = 0.0
+    for i in range(v.size):
+        first_mean += math.ldexp(float(v[i]), -e)
+    first_mean /= n
+    sum_d = 0.0
+    sum_d2 = 0.0
+    for i in range(v.size):
+        d = math.ldexp(float(v[i]), -e) - first_mean
+        sum_d += d
+        sum_d2 += d * d
+    mean_d = sum_d / n
+    return e, first_mean + mean_d, max(sum_d2 / n - mean_d * mean_d, 0.0)
+
+
+@njit(**IEEE_JIT_OPTIONS)
+def rescaled_rstd(e, var_s, eps):
+    """``rstd_s = 1 / sqrt(var_s + eps * 4**-e)``, the scaled rstd of :func:`rescaled_mean_var`."""
+    return 1.0 / math.sqrt(var_s + math.ldexp(float(eps), -2 * e))

@@ -12,23 +12,31 @@ Two loop shapes, because a loop over a length-1 axis cannot be vectorized:
 
 ``batch_norm_backward_reduce`` and ``batch_norm_backward_elemt`` are the two halves of the training
 backward pass, separate so that a SyncBatchNorm can add the per-channel sums across processes in between.
+
+The same math in plain numpy, for reading: :mod:`tinynorm.kernels.reference` (``batch_norm_forward``,
+``batch_norm_backward``, ``batch_norm_update_running``).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH
+from ..._checks import check_momentum
+from ._config import JIT_OPTIONS
 from ._shared import (
+    check_eps,
     check_input,
     check_like,
     chunk_bounds,
+    ieee_quietly,
     mean_var,
     num_chunks,
+    out_of_range,
     output,
     param_or_fill,
     partials,
     use_parallel,
+    variance_floor,
 )
 
 # Rows per tile in the S == 1 statistics: each tile's float32 sums are merged into the float64 totals.
@@ -36,8 +44,7 @@ TILE_ROWS = 64
 
 
 # Merges always run in float64: over thousands of tiles float32 rounding would add up in the mean.
-@njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", cache=True,
-      fastmath=FASTMATH)
+@njit("UniTuple(float64, 2)(float64, float64, float64, float64, float64, float64)", **JIT_OPTIONS)
 def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     """Chan et al.: (mean, sum of squared deviations) of two sets from those of each set."""
     total = count_a + count_b
@@ -45,7 +52,7 @@ def _merge(mean_a, m2_a, count_a, mean_b, m2_b, count_b):
     return mean_a + delta * (count_b / total), m2_a + m2_b + delta * delta * (count_a * count_b / total)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
     """S > 1: unit (chunk, c) merges the statistics of planes ``x[n, c]``, n in the chunk's samples."""
     batch, channels, spatial = x.shape
@@ -62,14 +69,14 @@ def _stats_planes(x, chunks, part_mean, part_m2, start, stop):
         part_m2[chunk, c] = m2
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows merges, per channel, the statistics of its tiles.
 
     One pass per tile: sums of ``d = x - pivot`` and ``d²``, the pivot being the tile's first row.
     The pivot is one of the tile's own values, so ``sum(d²) - sum(d)²/n`` cancels little even when
     |mean| >> std (more accurate than a float32 two-pass mean there), and each value is read once
-    instead of twice (8192x4096 float32: 9.0 -> 6.7 ms; 4096x1024: 0.73 -> 0.55 ms).
+    instead of twice.
     """
     rows, channels = x.shape
     tile_sum = np.empty(channels, x.dtype)
@@ -96,7 +103,7 @@ def _stats_rows(x, chunks, part_mean, part_m2, start, stop):
                 mean[c], m2[c] = _merge(mean[c], m2[c], count, float(pivot[c]) + shift, tile_m2, tile_count)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -104,16 +111,19 @@ def _stats_planes_parallel(x, chunks, part_mean, part_m2, parts):
         _stats_planes(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _stats_rows_parallel(x, chunks, part_mean, part_m2, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
         _stats_rows(x, chunks, part_mean, part_m2, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
-    """Merge the chunks' partial statistics in chunk order into each channel's mean and variance."""
+@njit(**JIT_OPTIONS)
+def _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
+    """Merge the chunks' partial statistics in chunk order into each channel's mean and variance.
+    Returns how many channels have a non-finite mean or a variance out of range (below ``floor``,
+    or inf or NaN from float32 squares that overflowed): :func:`_exact_channel_stats` redoes them."""
+    out_of_range_channels = 0
     chunks = part_mean.shape[0]
     for c in range(mean.size):
         total_mean, total_m2, count = 0.0, 0.0, 0.0
@@ -125,6 +135,8 @@ def _combine_chunks(part_mean, part_m2, batch, spatial, mean, var):
             count += chunk_count
         mean[c] = total_mean
         var[c] = max(total_m2 / count, 0.0)
+        out_of_range_channels += not np.isfinite(total_mean) or out_of_range(var[c], floor)
+    return out_of_range_channels
 
 
 def _check_x(x: object) -> np.ndarray:
@@ -136,13 +148,17 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Each chunk of samples gets its (mean, sum of squared deviations) from sums of deviations (from a
     mean or a pivot value, never from 0), merged with Chan's formula, so a large offset (|mean| >> std)
-    loses no accuracy.
-    Returns ``(mean, var)``, each ``(C,)``.
+    loses no accuracy. Returns ``(mean, var)``, each ``(C,)``: ``mean`` in x's dtype, ``var`` in
+    float64, the dtype of the merges, so that the variance of float32 data stays finite where it
+    exceeds float32's range (std above ~1.8e19). Channels whose statistics left the dtype's range
+    are computed again by :func:`_exact_channel_stats`.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_stats`.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
     if x.size == 0:
-        return np.full(channels, np.nan, x.dtype), np.full(channels, np.nan, x.dtype)
+        return np.full(channels, np.nan, x.dtype), np.full(channels, np.nan)
     parallel = use_parallel(x.size)
     chunks = num_chunks(batch) if parallel else 1
     part_mean = partials(chunks, channels, np.dtype(np.float64))
@@ -157,12 +173,33 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _stats_planes_parallel(x, chunks, part_mean, part_m2, num_chunks(chunks * channels))
     else:
         _stats_planes(x, chunks, part_mean, part_m2, 0, channels)
-    mean, var = np.empty(channels, x.dtype), np.empty(channels, x.dtype)
-    _combine_chunks(part_mean, part_m2, batch, spatial, mean, var)
+    mean, var = np.empty(channels, x.dtype), np.empty(channels)
+    floor = variance_floor(x.dtype, 0.0)
+    if _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
+        redo = ~((var >= floor) & (var < np.inf) & np.isfinite(mean))
+        mean[redo], var[redo] = _exact_channel_stats(x[:, redo])
     return mean, var
 
 
-@njit(cache=True, fastmath=FASTMATH)
+def _exact_channel_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance (float64) of each channel of ``x`` (N, C, S), right for any finite data.
+
+    Each channel is scaled by a power of two just above its largest magnitude, so that no square
+    overflows or underflows (the scaling is exact). A channel holding inf or NaN gets its plain mean
+    (±inf, or NaN for inf - inf) and a NaN variance, as in PyTorch, whose running_mean then becomes inf.
+    """
+    values = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1).astype(np.float64)
+    largest = np.abs(values).max(axis=1, initial=0.0)
+    finite = np.isfinite(largest)
+    exponent = np.where(finite & (largest > 0), np.frexp(largest)[1], 0)
+    scaled = np.ldexp(values, -exponent[:, None])
+    with ieee_quietly():
+        mean = np.where(finite, np.ldexp(scaled.mean(axis=1), exponent), values.sum(axis=1) / values.shape[1])
+        var = np.where(finite, np.ldexp(scaled.var(axis=1), 2 * exponent), np.nan)
+    return mean, var
+
+
+@njit(**JIT_OPTIONS)
 def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
     """``y[n, c, k] = (x[n, c, k] - mean[c]) * scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -177,7 +214,7 @@ def _scale_shift_rows(x, mean, scale, shift, y, start, stop):
                     y[n, c, k] = (x[n, c, k] - m) * a + b
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _scale_shift_parallel(x, mean, scale, shift, y, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -191,12 +228,15 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     Training passes the batch statistics (``rstd = 1 / sqrt(var + eps)``), evaluation the running
     ones. ``mean``, ``rstd``, ``weight``, ``bias`` are ``(C,)``; weight/bias may be None (1 and 0).
     Returns ``y``, written into ``out`` when given.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_forward`.
     """
     x = _check_x(x)
     channels = x.shape[1]
     mean = check_like("mean", mean, (channels,), x.dtype)
     rstd = check_like("rstd", rstd, (channels,), x.dtype)
-    scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    with ieee_quietly():  # an infinite rstd (eps = 0, constant channel) gives NaN, as IEEE arithmetic
+        scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
     shift = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     y = output(out, x.shape, x.dtype)
     if use_parallel(x.size):
@@ -206,7 +246,7 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     return y
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S > 1: unit (chunk, c) sums ``dy`` and ``dy * (x - mean)`` over the chunk's planes ``[n, c]``."""
     batch, channels, spatial = x.shape
@@ -224,7 +264,7 @@ def _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
         part_dy_xmu[chunk, c] = sum_dy_xmu
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
     """S == 1 (``x`` is (N, C)): each chunk of rows sums ``dy`` and ``dy * (x - mean)`` per channel."""
     rows, channels = x.shape
@@ -237,7 +277,7 @@ def _reduce_rows(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop):
                 sum_dy_xmu[c] += dy[n, c] * (x[n, c] - mean[c])
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     units = chunks * x.shape[1]
     for part in prange(parts):
@@ -245,7 +285,7 @@ def _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
         _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, start, stop)
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _reduce_rows_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, parts):
     for part in prange(parts):
         start, stop = chunk_bounds(part, parts, chunks)
@@ -284,10 +324,11 @@ def batch_norm_backward_reduce(dy: np.ndarray, x: np.ndarray, mean: np.ndarray,
         _reduce_planes_parallel(dy, x, mean, chunks, part_dy, part_dy_xmu, num_chunks(chunks * channels))
     else:
         _reduce_planes(dy, x, mean, chunks, part_dy, part_dy_xmu, 0, channels)
-    return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
+    with ieee_quietly():
+        return part_dy[:, :channels].sum(axis=0), part_dy_xmu[:, :channels].sum(axis=0) * rstd
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(**JIT_OPTIONS)
 def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
     """``dx = dy * dy_scale[c] + (x - mean[c]) * x_scale[c] + shift[c]`` for samples in [start, stop)."""
     channels, spatial = x.shape[1], x.shape[2]
@@ -302,7 +343,7 @@ def _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, start, stop):
                     dx[n, c, k] = dy[n, c, k] * a + (x[n, c, k] - m) * b + d
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit(parallel=True, **JIT_OPTIONS)
 def _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.shape[0])
@@ -321,10 +362,11 @@ def batch_norm_backward_elemt(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, r
     channels = x.shape[1]
     mean_dy = check_like("mean_dy", mean_dy, (channels,), x.dtype)
     mean_dy_xhat = check_like("mean_dy_xhat", mean_dy_xhat, (channels,), x.dtype)
-    dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
-    # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
-    x_scale = -rstd * mean_dy_xhat * dy_scale
-    shift = -mean_dy * dy_scale
+    with ieee_quietly():
+        dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+        # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
+        x_scale = -rstd * mean_dy_xhat * dy_scale
+        shift = -mean_dy * dy_scale
     dx = np.empty_like(x)
     if use_parallel(x.size):
         _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, num_chunks(x.shape[0]))
@@ -341,6 +383,8 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
     ``dx = rstd * weight * (dy - mean(dy) - xhat * mean(dy * xhat))``, means per channel over (N, S).
     ``training=False`` (running statistics, constants): ``dx = dy * weight * rstd``.
     Both: ``dweight = sum(dy * xhat)``, ``dbias = sum(dy)``. Returns ``(dx, dweight, dbias)``.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_backward`.
     """
     sum_dy, sum_dy_xhat = batch_norm_backward_reduce(dy, x, mean, rstd)
     if training:
@@ -353,10 +397,12 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
 
 
 def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
-    """``rstd = 1 / sqrt(var + eps)`` per channel, in ``var``'s dtype: the scale :func:`batch_norm_forward` takes."""
+    """``rstd = 1 / sqrt(var + eps)`` per channel, in ``var``'s dtype: the scale :func:`batch_norm_forward`
+    takes (in x's dtype). ``var = eps = 0`` gives inf, as IEEE arithmetic, without a warning."""
     if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
         raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
-    return 1 / np.sqrt(var + eps)
+    with ieee_quietly():
+        return 1 / np.sqrt(var + check_eps(eps, var.dtype))
 
 
 def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray, mean: np.ndarray,
@@ -367,26 +413,33 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     ``mean`` and ``var`` are a batch's statistics over ``count`` values per channel (the biased
     variance, :func:`batch_norm_stats`); the running variance tracks the unbiased one,
     ``var * count / (count - 1)``.
+
+    Reference: :func:`tinynorm.kernels.reference.batch_norm_update_running`.
     """
     _check_running_shapes(running_mean, running_var, mean, var)
     check_count(count)
+    momentum = check_momentum(momentum, op="batch_norm_update_running")
     unbiased_var = var * (count / (count - 1))
-    for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
-        running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
+    with ieee_quietly():  # a float64 variance beyond float32's range becomes inf, as in PyTorch
+        for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
+            running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 
 
 def _check_running_shapes(running_mean: object, running_var: object, mean: object, var: object) -> None:
-    """The shapes :func:`batch_norm_update_running` needs: all ``(C,)``."""
+    """The arrays :func:`batch_norm_update_running` needs: all ``(C,)``, the running ones floating-point
+    (an integer buffer would silently truncate the update)."""
     for name, array in (("running_mean", running_mean), ("running_var", running_var), ("mean", mean), ("var", var)):
         if not hasattr(array, "shape"):
             raise TypeError(f"{name} must be an array, got {type(array).__name__}")
+    for name, array in (("running_mean", running_mean), ("running_var", running_var)):
+        if np.dtype(array.dtype).kind != "f":
+            raise TypeError(f"{name} must be a floating-point array, got dtype {array.dtype}")
     channels = tuple(running_mean.shape)
     if len(channels) != 1:
         raise ValueError(f"running_mean must be 1-D (C,), got shape {channels}")
     for name, array in (("running_var", running_var), ("mean", mean), ("var", var)):
         if tuple(array.shape) != channels:
-            raise ValueError(f"{name} must have the shape of running_mean, (C,); got {tuple(array.shape)} "
-                             f"and {channels}")
+            raise ValueError(f"{name} must have running_mean's shape {channels}, got {tuple(array.shape)}")
 
 
 def check_count(count: object) -> None:

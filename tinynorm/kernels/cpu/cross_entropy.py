@@ -13,8 +13,8 @@ upstream gradient. One number per row is kept between the two passes, where PyTo
 ``log_softmax`` + ``nll_loss`` keeps the (rows, C) log-probabilities. These functions are the reference for
 :mod:`tinynorm.kernels.cuda.cross_entropy`, which computes the same in one GPU kernel each way.
 
-Targets are assumed in ``[0, C)`` or equal to ``ignore_index`` (``ops.losses`` checks them first);
-numpy would raise on others, the CUDA kernels treat them as ignored.
+Targets must be in ``[0, C)`` or equal to ``ignore_index``: these functions raise an ``IndexError``
+on others (``ops.losses`` checks them first for both devices; the CUDA kernels treat them as ignored).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._checks import check_number
 from ._shared import FLOAT_DTYPES
 
 
@@ -38,7 +39,7 @@ def check_arguments(logits: Any, target: Any, label_smoothing: float) -> None:
     if tuple(target.shape) != logits.shape[:1]:
         raise ValueError(f"target must have shape {logits.shape[:1]} (one class per row of logits), "
                          f"got {tuple(target.shape)}")
-    if not 0.0 <= label_smoothing <= 1.0:
+    if not 0.0 <= check_number(None, "label_smoothing", label_smoothing) <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing!r}")
 
 
@@ -51,6 +52,16 @@ def check_row_values(name: str, values: Any, logits: Any, single: bool = False) 
         expected = f"shape {rows}" + (" or a single value" if single else "")
         raise ValueError(f"{name} must have {expected} and dtype {logits.dtype} (one value per row of logits), "
                          f"got {tuple(values.shape)} {values.dtype}")
+
+
+def _check_targets(target: np.ndarray, classes: int, ignore_index: int) -> None:
+    """Every target a class index in [0, classes) or ``ignore_index``, as PyTorch's IndexError says
+    (numpy's indexing would wrap a negative one, such as -3, to a class from the end)."""
+    counted = target[target != ignore_index]
+    if counted.size and (counted.min() < 0 or counted.max() >= classes):
+        bad = counted[(counted < 0) | (counted >= classes)][0]
+        raise IndexError(f"target {bad} is out of bounds: class indices must be in [0, {classes}) "
+                         f"or ignore_index={ignore_index}")
 
 
 def _as_ndarray(name: str, array: object) -> np.ndarray:
@@ -68,6 +79,7 @@ def cross_entropy_forward(logits: np.ndarray, target: np.ndarray, ignore_index: 
     """Each row's loss (rows,) and log-sum-exp (rows,), in logits' dtype; ignored rows have loss 0."""
     logits, target = _as_ndarray("logits", logits), _as_ndarray("target", target)
     check_arguments(logits, target, label_smoothing)
+    _check_targets(target, logits.shape[1], ignore_index)
     row_max = logits.max(axis=1, keepdims=True)
     z = logits - row_max
     log_total = np.log(np.exp(z).sum(axis=1))
@@ -90,6 +102,7 @@ def cross_entropy_backward(grad: np.ndarray, logits: np.ndarray, lse: np.ndarray
     check_arguments(logits, target, label_smoothing)
     check_row_values("lse", lse, logits)
     check_row_values("grad", grad, logits, single=True)
+    _check_targets(target, logits.shape[1], ignore_index)
     rows, classes = logits.shape
     dlogits = np.exp(logits - lse[:, None])
     dlogits -= label_smoothing / classes

@@ -168,8 +168,13 @@ def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, 
     the wait for the GPU that reading the result costs; here the check is cheap and always made.
     """
     x_shape = _check_shape(x_shape, "x_shape")
-    if not isinstance(argmax, np.ndarray) or argmax.ndim != 4 or argmax.shape[:2] != x_shape[:2]:
-        raise ValueError(f"argmax must be an (N, C, OH, OW) array matching x_shape {x_shape}")
+    if not isinstance(argmax, np.ndarray):
+        raise TypeError(f"argmax must be a numpy.ndarray, got {type(argmax).__name__}")
+    if argmax.dtype.kind not in "iu":  # a float index would be truncated to a wrong position
+        raise TypeError(f"argmax must hold integer indices (max_pool2d_forward's int64), got dtype {argmax.dtype}")
+    if argmax.ndim != 4 or argmax.shape[:2] != x_shape[:2]:
+        raise ValueError(f"argmax must be an (N, C, OH, OW) array matching x_shape {x_shape}, got shape "
+                         f"{argmax.shape}")
     dy = _check_grad(dy, argmax.shape)
     argmax = np.ascontiguousarray(argmax, dtype=np.int64)
     plane_size = x_shape[2] * x_shape[3]
