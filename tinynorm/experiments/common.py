@@ -65,31 +65,14 @@ def single_threaded() -> Iterator[None]:
 
 @contextlib.contextmanager
 def forward_hooks(modules: Iterable[Any], hook: Callable[[Any, tuple[Any, ...], Any], None]) -> Iterator[None]:
-    """Call ``hook(module, args, output)`` after every forward of each of ``modules`` inside the block.
-
-    PyTorch's ``register_forward_hook`` scoped to a ``with`` block: each module's ``forward`` is
-    shadowed by an instance attribute that calls the class's method, then the hook; leaving the
-    block removes the shadows.
-    """
-    modules = list(modules)
-
-    def hooked(module: Any) -> Callable[..., Any]:
-        forward = type(module).forward
-
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            output = forward(module, *args, **kwargs)
-            hook(module, args, output)
-            return output
-
-        return wrapped
-
-    for module in modules:
-        object.__setattr__(module, "forward", hooked(module))
+    """Call ``hook(module, args, output)`` after every forward of each of ``modules`` inside the block:
+    ``register_forward_hook`` on each, the handles removed on leaving."""
+    handles = [module.register_forward_hook(hook) for module in modules]
     try:
         yield
     finally:
-        for module in modules:
-            module.__dict__.pop("forward", None)
+        for handle in handles:
+            handle.remove()
 
 
 def environment() -> dict[str, Any]:
