@@ -169,7 +169,7 @@ def test_forward_hooks_see_every_call_and_leave_nothing_behind():
         out = layer(x)
     assert len(seen) == 1 and seen[0][0] is layer and seen[0][1] is x and seen[0][2] is out
     layer(x)
-    assert len(seen) == 1 and "forward" not in layer.__dict__
+    assert len(seen) == 1 and not layer._forward_hooks
 
 
 def test_evaluate_returns_mean_and_standard_error_over_windows():
