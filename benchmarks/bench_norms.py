@@ -26,7 +26,7 @@ from common import alternating_medians, copy_bandwidth, print_table, write_json 
 
 import numba
 import numpy as np
-from tinynorm.kernels.cpu.batch_norm import batch_norm_backward, batch_norm_forward, batch_norm_stats
+from tinynorm.kernels.cpu.batch_norm import batch_norm_backward, batch_norm_forward, batch_norm_rstd, batch_norm_stats
 from tinynorm.kernels.cpu.group_norm import group_norm_backward, group_norm_forward
 from tinynorm.kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward
 from tinynorm.kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward
@@ -131,7 +131,7 @@ def batch_norm_case(shape, rng, torch):
 
     def forward(out):
         mean, var = batch_norm_stats(x3)
-        rstd = 1 / np.sqrt(var + np.float32(EPS))
+        rstd = batch_norm_rstd(var, EPS).astype(x3.dtype)  # var is float64 (see batch_norm_stats); rstd as x
         return batch_norm_forward(x3, mean, rstd, w, b, out=out), mean, rstd
 
     def forward_backward():
