@@ -127,7 +127,7 @@ def load_data(dataset: str = "digits") -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def make_model(kind: str, norm: str, width: int = 16) -> Module:
     """The model of ``kind`` (a key of MODELS) with the given norm; the CNNs start each residual block's
-    last norm at weight 0, as Wu & He do (without it GroupNorm diverges at lr 0.1 on MNIST-1D)."""
+    last norm at weight 0, as Wu & He do (without it GroupNorm errs 45% instead of 3.4% on MNIST-1D at lr 0.1)."""
     builders: dict[str, Callable[[], Module]] = {
         "digits-mlp": lambda: SmallMLP(in_features=64, norm=norm),
         "digits-cnn": lambda: SmallCNN(norm=norm, width=width, zero_init_residual=True),
