@@ -36,7 +36,9 @@ from common import alternating_medians, copy_bandwidth, print_table, write_json 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from tinynorm.kernels.cpu.batch_norm import batch_norm_backward, batch_norm_forward, batch_norm_stats  # noqa: E402
+from tinynorm.kernels.cpu.batch_norm import (  # noqa: E402
+    batch_norm_backward, batch_norm_forward, batch_norm_rstd, batch_norm_stats,
+)
 from tinynorm.kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: E402
 from tinynorm.kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: E402
 from tinynorm.kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward  # noqa: E402
@@ -141,7 +143,7 @@ def batch_norm_case(shape, rng, torch):
 
     def forward(out):
         mean, var = batch_norm_stats(x3)
-        rstd = 1 / np.sqrt(var + np.float32(EPS))
+        rstd = batch_norm_rstd(var, EPS).astype(x3.dtype)  # var is float64 (see batch_norm_stats); rstd as x
         return batch_norm_forward(x3, mean, rstd, w, b, out=out), mean, rstd
 
     def forward_backward():

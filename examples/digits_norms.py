@@ -7,8 +7,8 @@ so it barely suffers here), only B per feature in an MLP (2 at batch 2: it break
 show the MLP for contrast. Learning rate 0.1 * B / 32 and the same number of epochs at every batch size.
 
 Run:  python examples/digits_norms.py [--epochs 3] [--batch-sizes 2 16]
-The full study (batch sizes 2-64, seeds, the published numbers, two BatchNorm mistakes):
-      python -c "from tinynorm.experiments import batch_size; batch_size.run('results/batch_size')"
+The full study (digits and MNIST-1D, batch sizes 2-32, seeds, the published numbers, the BatchNorm analysis):
+      tinynorm experiment batch-size --out results/batch_size
 """
 import argparse
 import time
@@ -16,7 +16,6 @@ import time
 import tinynorm as tn
 from tinynorm.experiments.batch_size import (
     error_percent,
-    inputs_for,
     load_data,
     make_model,
     scaled_lr,
@@ -30,10 +29,10 @@ parser.add_argument("--batch-sizes", type=int, nargs=2, default=[2, 16], metavar
 args = parser.parse_args()
 
 X_train, y_train, X_test, y_test = load_data()
-cases = [("cnn", norm) for norm in ("batchnorm", "groupnorm", "layernorm", "instancenorm", "none")]
-cases += [("mlp", "batchnorm"), ("mlp", "layernorm")]
+cases = [("digits-cnn", norm) for norm in ("batchnorm", "groupnorm", "layernorm", "instancenorm", "none")]
+cases += [("digits-mlp", "batchnorm"), ("digits-mlp", "layernorm")]
 print(f"test error (%) after {args.epochs} epochs; {len(X_train)} training, {len(X_test)} test images")
-print(f"{'model':>5} {'norm':>12} " + " ".join(f"{'B=' + str(b):>7}" for b in args.batch_sizes))
+print(f"{'model':>10} {'norm':>12} " + " ".join(f"{'B=' + str(b):>7}" for b in args.batch_sizes))
 start = time.perf_counter()
 with single_threaded():
     for kind, norm in cases:
@@ -41,7 +40,7 @@ with single_threaded():
         for batch in args.batch_sizes:
             tn.manual_seed(0)
             model = make_model(kind, norm)
-            train(model, inputs_for(kind, X_train), y_train, batch, scaled_lr(0.1, batch), args.epochs, seed=0)
-            errors.append(error_percent(model.eval(), inputs_for(kind, X_test), y_test))
-        print(f"{kind:>5} {norm:>12} " + " ".join(f"{e:7.2f}" for e in errors), flush=True)
+            train(model, X_train, y_train, batch, scaled_lr(0.1, batch), args.epochs, seed=0)
+            errors.append(error_percent(model.eval(), X_test, y_test))
+        print(f"{kind:>10} {norm:>12} " + " ".join(f"{e:7.2f}" for e in errors), flush=True)
 print(f"{time.perf_counter() - start:.0f} s")

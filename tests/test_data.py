@@ -218,6 +218,28 @@ def test_load_digits_names_the_install_command(monkeypatch):
         load_digits()
 
 
+def test_load_mnist1d_generates_the_published_set_without_network(monkeypatch):
+    requests = pytest.importorskip("requests")
+    pytest.importorskip("mnist1d")
+    from tinynorm.data import load_mnist1d
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("load_mnist1d tried to download")
+
+    monkeypatch.setattr(requests, "get", no_network)
+    np.random.seed(123)
+    expected_next = np.random.random()
+    np.random.seed(123)
+    X_train, y_train, X_test, y_test = load_mnist1d()
+    assert np.random.random() == expected_next  # numpy's global generator is left where it was
+    assert X_train.shape == (4000, 40) and X_test.shape == (1000, 40)
+    assert X_train.dtype == np.float32 and y_train.dtype == np.int64
+    assert set(y_train.tolist()) == set(range(10)) and 80 < np.bincount(y_test).min()  # ~100 per class
+    whole = np.concatenate([X_train, X_test])
+    assert abs(whole.mean()) < 1e-4 and abs(whole.std() - 1) < 1e-4  # standardized by the package
+    np.testing.assert_array_equal(load_mnist1d()[0], X_train)  # the same set every time
+
+
 def test_text_corpus_is_large_deterministic_text():
     text = load_text_corpus()
     assert isinstance(text, str) and len(text) > 100_000

@@ -19,7 +19,7 @@ def quick_run(tmp_path_factory):
 
 
 def errors_of(results, norm):
-    return results["errors"]["mlp"][norm]
+    return results["errors"]["digits-mlp"][norm]
 
 
 def test_writes_json_png_and_markdown(quick_run):
@@ -29,11 +29,13 @@ def test_writes_json_png_and_markdown(quick_run):
     assert saved["checks"] == results["checks"]
     assert len(saved["runs"]) == len(results["runs"]) == 2 * 2 * len(exp.QUICK.seeds)
     assert "numba" in saved["environment"]
-    png = (out_dir / "batch_size.png").read_bytes()
-    assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    assert results["figures"] == [str(out_dir / "batch_size.png")]
+    for name in ("batch_size.png", "batch_size_statistics.png"):
+        png = (out_dir / name).read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert results["figures"] == [str(out_dir / "batch_size.png"), str(out_dir / "batch_size_statistics.png")]
     markdown = (out_dir / "batch_size.md").read_text()
-    assert markdown.count("PASS") + markdown.count("FAIL") == len(results["checks"])
+    assert markdown.count("- PASS: ") + markdown.count("- FAIL: ") == len(results["checks"])
+    assert markdown.count("- full run only: see docs/experiments.md: ") == len(results["full_run_only"])
     assert "34.7" in markdown  # the published numbers sit next to ours
     assert all(isinstance(line, str) and line for line in results["summary"])
 
@@ -69,7 +71,7 @@ def test_stale_statistics_hurt_and_recomputing_them_restores_accuracy(quick_run)
     _, results = quick_run
     mistakes = results["mistakes"]
     stale = mistakes["stale_statistics"]
-    assert (mistakes["model"], mistakes["norm"], mistakes["batch_size"]) == ("cnn", "batchnorm", 32)
+    assert (mistakes["model"], mistakes["norm"], mistakes["batch_size"]) == ("digits-cnn", "batchnorm", 32)
     # every number refers to the same trained model (the copies carry its weights and statistics)
     assert stale["trained_error"] == mistakes["test_error"] == mistakes["train_mode"]["eval_mode_error"]
     assert stale["trained_error"] <= 5.0  # a well-trained model to start from
@@ -82,7 +84,7 @@ def test_every_batch_size_sees_the_same_samples_at_a_linearly_scaled_lr(quick_ru
     n_train = len(exp.load_data()[0])
     for run in results["runs"]:
         batch = run["batch_size"]
-        assert run["samples_seen"] == exp.QUICK.epochs * (n_train - n_train % batch)
+        assert run["samples_seen"] == exp.QUICK.epochs["digits"] * (n_train - n_train % batch)
         assert run["lr"] == pytest.approx(exp.QUICK.base_lr * batch / 32)
     assert all(check["passed"] for check in results["checks"]), results["checks"]
 
@@ -108,11 +110,12 @@ def test_error_table_matches_numpy():
 
 def test_clone_without_buffers_keeps_weights_and_resets_running_statistics():
     tn.manual_seed(0)
-    model = exp.make_model("mlp", "batchnorm")
+    model = exp.make_model("digits-mlp", "batchnorm")
     model.train()
     with tn.no_grad():
         model(tn.tensor(np.random.default_rng(0).normal(3.0, 2.0, size=(16, 64)).astype(np.float32)))
-    full, weights_only = exp.clone(model, "mlp", "batchnorm", 16), exp.clone(model, "mlp", "batchnorm", 16, buffers=False)
+    full = exp.clone(model, "digits-mlp", "batchnorm", 16)
+    weights_only = exp.clone(model, "digits-mlp", "batchnorm", 16, buffers=False)
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(full.state_dict()[name].numpy(), value.numpy())
     for name, param in model.named_parameters():
@@ -131,3 +134,96 @@ def test_bad_arguments_are_rejected_before_any_training(tmp_path):
         exp.run(tmp_path, seeds=[])
     with pytest.raises(ValueError, match="model kind"):
         exp.make_model("resnet", "batchnorm")
+    with pytest.raises(ValueError, match="dataset"):
+        exp.load_data("cifar")
+
+
+def test_quick_mode_judges_only_its_resolvable_claims(quick_run):
+    _, results = quick_run
+    assert {c["id"] for c in results["checks"]} == exp.QUICK_CLAIMS
+    assert results["full_run_only"] and not exp.QUICK_CLAIMS & {c["id"] for c in results["full_run_only"]}
+
+
+def test_batch_norm_analysis_of_the_quick_runs(quick_run):
+    _, results = quick_run
+    cells = results["analysis"]["digits-mlp"]
+    assert set(cells) == {"2", "32"}
+    for batch, cell in cells.items():
+        assert cell["min_values"] == int(batch)  # an MLP's statistic pools one value per sample
+        assert cell["min_n_eff"] == pytest.approx(int(batch))  # one value per sample and feature: n_eff = B
+        assert set(cell["momentum"]) == {str(m) for m in exp.MOMENTA}
+        # the running statistics of momentum 0.1 are the ones the model kept: the same test error
+        assert cell["momentum"]["0.1"]["mean"] == pytest.approx(cell["errors"]["running"]["mean"])
+
+
+def tiny_bn_mlp():
+    tn.manual_seed(0)
+    return tn.nn.Sequential(tn.nn.Linear(5, 8), tn.nn.BatchNorm1d(8), tn.nn.ReLU(), tn.nn.Linear(8, 3),
+                            tn.nn.BatchNorm1d(3))
+
+
+def test_recorded_batch_statistics_are_those_batchnorm_normalizes_with():
+    model = tiny_bn_mlp().train()
+    x = np.random.default_rng(0).normal(2.0, 3.0, size=(6, 5)).astype(np.float32)
+    with exp.recorded_batch_statistics(model) as records:
+        model(tn.tensor(x))
+        model.eval()
+        model(tn.tensor(x))  # running statistics in eval mode: nothing to record
+    assert [len(layer) for layer in records] == [1, 1]
+    hidden = x.astype(np.float64) @ model[0].weight.numpy().T.astype(np.float64) + model[0].bias.numpy()
+    np.testing.assert_allclose(records[0][0]["mean"], hidden.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(records[0][0]["var"], hidden.var(axis=0, ddof=1), rtol=1e-4)
+    assert records[0][0]["values"] == 6
+    assert "forward" not in model[1].__dict__  # the layers' own forward is back
+
+
+def test_running_averages_reproduce_batchnorm_running_statistics_for_every_momentum():
+    # Training does not depend on the momentum: models trained with momentum m keep exactly the
+    # running statistics RunningAverages computes for m from one run with the default.
+    rng = np.random.default_rng(1)
+    X = rng.normal(1.0, 2.0, size=(40, 5)).astype(np.float32)
+    y = rng.integers(0, 3, 40)
+    reference = tiny_bn_mlp()
+    with exp.recorded_batch_statistics(reference) as records:
+        averages = exp.RunningAverages(records, (0.1, 0.5))
+        exp.train(reference, X, y, batch_size=4, lr=0.05, epochs=2, seed=0, after_step=averages.update)
+    for momentum in (0.1, 0.5):
+        trained = tiny_bn_mlp()
+        for layer in exp.batch_norm_layers(trained):
+            layer.momentum = momentum
+        exp.train(trained, X, y, batch_size=4, lr=0.05, epochs=2, seed=0)
+        applied = averages.apply(tiny_bn_mlp(), momentum)
+        for kept, computed in zip(exp.batch_norm_layers(trained), exp.batch_norm_layers(applied)):
+            np.testing.assert_allclose(computed.running_mean.numpy(), kept.running_mean.numpy(), rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(computed.running_var.numpy(), kept.running_var.numpy(), rtol=1e-4, atol=1e-6)
+    with pytest.raises(RuntimeError, match="no batch statistics"):
+        exp.RunningAverages([[]], (0.1,)).apply(tiny_bn_mlp(), 0.1)
+
+
+def test_effective_values_count_correlated_neighbours_once():
+    # Positions that all carry the same value are worth one value per sample: n_eff = B, not B x 16;
+    # independent positions are worth all B x 16.
+    tn.manual_seed(0)
+    conv = tn.nn.Sequential(tn.nn.Conv2d(1, 3, 1), tn.nn.BatchNorm2d(3))
+    rng = np.random.default_rng(2)
+    constant = np.broadcast_to(rng.normal(size=(1000, 1, 1, 1)), (1000, 1, 4, 4)).astype(np.float32)
+    (layer,) = exp.statistics_noise(conv, constant, batch_size=8, batches=400)
+    assert layer["values"] == 8 * 16 and layer["n_eff"] == pytest.approx(8.0, rel=1e-4)
+    # what the layer sees: the batch mean of 8 independent values spreads by 1/sqrt(8) of the std
+    assert layer["mean_spread"] == pytest.approx(8 ** -0.5, rel=0.15)
+    (layer,) = exp.statistics_noise(conv, rng.normal(size=(1000, 1, 4, 4)).astype(np.float32), batch_size=8,
+                                    batches=400)
+    assert layer["n_eff"] == pytest.approx(128.0, rel=0.15)
+    assert layer["mean_spread"] == pytest.approx(128 ** -0.5, rel=0.15)
+    first, second = exp.statistics_noise(tiny_bn_mlp(), rng.normal(size=(500, 5)).astype(np.float32), batch_size=8)
+    assert first["values"] == second["values"] == 8 and first["n_eff"] == pytest.approx(8.0)
+
+
+def test_statistics_noise_leaves_the_model_as_it_was():
+    model = tiny_bn_mlp().eval()
+    before = {name: value.numpy().copy() for name, value in model.state_dict().items()}
+    exp.statistics_noise(model, np.random.default_rng(4).normal(size=(50, 5)).astype(np.float32), batch_size=4,
+                         batches=5)
+    assert not model.training
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), before[name])

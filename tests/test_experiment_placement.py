@@ -110,14 +110,66 @@ def test_loglog_slope_recovers_a_power_law():
     assert exp.loglog_slope(depths, np.full(4, 2.0)) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("losses, final, expected", [
-    ([4.6, 4.0, float("nan")], 3.0, "diverged"),  # a non-finite training loss
-    ([4.6, 5.0, 5.2], 5.1, "diverged"),  # final above initial (4.7)
-    ([4.6, 3.3, 3.2], 3.20, "stalled"),  # within 2 standard errors (2 x 0.03) of the unigram entropy 3.25
-    ([4.6, 3.0, 2.8], 3.15, "trained"),
+@pytest.mark.parametrize("losses, final, gain, expected", [
+    ([4.6, 4.0, float("nan")], 3.0, 0.2, "diverged"),  # a non-finite training loss
+    ([4.6, 5.0, 5.2], 5.1, -1.9, "diverged"),  # final above initial (4.7)
+    ([4.6, 3.3, 3.2], 3.20, 0.05, "stalled"),  # beats the unigram predictor by less than 2 standard errors
+    ([4.6, 3.0, 2.8], 3.15, 0.10, "trained"),
 ])
-def test_classify(losses, final, expected):
-    assert exp.classify(losses, initial=4.7, final=final, stderr=0.03, unigram_entropy=3.25) == expected
+def test_classify(losses, final, gain, expected):
+    assert exp.classify(losses, initial=4.7, final=final, gain=gain, gain_stderr=0.03) == expected
+
+
+def test_unigram_window_losses_are_the_frequencies_cross_entropy():
+    ids = np.array([0, 0, 0, 1, 2, 2, 0, 1])  # frequencies 1/2, 1/4, 1/4
+    targets = np.array([[0, 1], [2, 2]])
+    expected = [-(np.log(0.5) + np.log(0.25)) / 2, -np.log(0.25)]
+    np.testing.assert_allclose(exp.unigram_window_losses(ids, targets), expected)
+    # averaged over the whole corpus as targets, it is the unigram entropy
+    assert exp.unigram_window_losses(ids, ids[None, :])[0] == pytest.approx(exp.unigram_entropy_of(ids))
+
+
+def test_fractions_of_pre_ln_compare_gains_with_the_pre_ln_run_of_the_same_seed():
+    def run(placement, warmup, seed, gain, outcome="trained"):
+        return {"depth": 6, "lr": 1e-3, "placement": placement, "warmup": warmup, "seed": seed, "gain": gain,
+                "outcome": outcome}
+
+    training = [run("pre", False, 0, 1.0), run("pre", False, 1, 0.8), run("post", False, 0, 0.2),
+                run("post", False, 1, 0.6), run("post", True, 0, 0.9, "diverged")]
+    exp.add_fractions_of_pre_ln(training)
+    assert [r["fraction_of_pre_ln"] for r in training[:4]] == pytest.approx([1.0, 1.0, 0.2, 0.75])
+    assert math.isnan(training[4]["fraction_of_pre_ln"])
+    assert [exp.learns_enough(r) for r in training] == [True, True, False, True, False]
+
+
+def test_gradient_norms_and_stream_measure_each_blocks_output():
+    model = tiny_lm("pre")
+    x, y = lm_batch()
+    norms, stream = exp.gradient_norms_and_stream(model, x, y)
+    np.testing.assert_allclose(norms, exp.layer_gradient_norms(model, x, y)["ffn_w2"], rtol=1e-6)
+    # the residual stream by hand: embeddings, then each block in turn (gpt2 init: learned positions)
+    with tn.no_grad():
+        h = model.token_embedding(tn.tensor(x)) + model.position_embedding.weight[:x.shape[1]]
+        expected = []
+        for block in model.blocks:
+            h = block(h)
+            expected.append(np.sqrt(np.mean(h.numpy().astype(np.float64) ** 2)))
+    np.testing.assert_allclose(stream, expected, rtol=1e-6)
+    assert "forward" not in model.blocks[0].__dict__  # the hooks are gone
+    # Post-LN's stream leaves every block through a fresh LayerNorm (weight 1, bias 0): RMS 1
+    _, post_stream = exp.gradient_norms_and_stream(tiny_lm("post"), x, y)
+    np.testing.assert_allclose(post_stream, 1.0, atol=1e-3)
+
+
+def test_forward_hooks_see_every_call_and_leave_nothing_behind():
+    layer = nn.Linear(3, 2)
+    seen = []
+    with common.forward_hooks([layer], lambda module, args, output: seen.append((module, args[0], output))):
+        x = tn.ones(4, 3)
+        out = layer(x)
+    assert len(seen) == 1 and seen[0][0] is layer and seen[0][1] is x and seen[0][2] is out
+    layer(x)
+    assert len(seen) == 1 and not layer._forward_hooks
 
 
 def test_evaluate_returns_mean_and_standard_error_over_windows():
@@ -146,11 +198,11 @@ def test_only_cpu_is_supported(tmp_path):
 
 def test_writes_json_markdown_and_figures(quick_run):
     out_dir, results, saved = quick_run
-    for name in ("placement_grad_norms.png", "placement_depth.png", "placement_training.png"):
+    names = ("placement_grad_norms.png", "placement_depth.png", "placement_profile.png", "placement_training.png")
+    for name in names:
         png = (out_dir / name).read_bytes()
         assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    assert sorted(results["figures"]) == sorted(str(out_dir / n) for n in
-                                                ("placement_grad_norms.png", "placement_depth.png", "placement_training.png"))
+    assert sorted(results["figures"]) == sorted(str(out_dir / n) for n in names)
     assert saved["summary"] == results["summary"] and saved["checks"] == results["checks"]
     assert all(isinstance(c["claim"], str) and isinstance(c["passed"], bool) for c in results["checks"])
     text = (out_dir / "placement.md").read_text()
@@ -181,9 +233,41 @@ def test_pre_ln_last_layer_gradient_shrinks_with_depth(quick_run, model, norm):
 
 def test_training_runs_are_recorded_and_classified(quick_run):
     _, _, saved = quick_run
-    vocab = CharTokenizer(load_text_corpus()).vocab_size
-    assert len(saved["training"]) == 8  # 2 placements x 2 optimizers x warmup or not
+    tokenizer = CharTokenizer(load_text_corpus())
+    q = exp.QUICK
+    assert len(saved["training"]) == len(exp.TRAINING_ARMS) * len(q.train_depths) * len(q.train_lrs) * q.train_seed_count
+    eval_x, eval_y = exp.language_task(tokenizer.encode(load_text_corpus()), tokenizer.vocab_size, q.train_d_model,
+                                       q.train_heads, q.seq_len).sample(np.random.default_rng(exp.EVAL_SEED),
+                                                                        exp.EVAL_WINDOWS)
+    unigram = exp.unigram_window_losses(tokenizer.encode(load_text_corpus()), eval_y).mean()
     for r in saved["training"]:
         assert r["outcome"] in ("trained", "stalled", "diverged")
-        assert len(r["losses"]) == exp.QUICK.train_steps or r["outcome"] == "diverged"
-        assert r["initial_loss"] == pytest.approx(math.log(vocab), rel=0.15)  # near-uniform predictions at init
+        assert len(r["losses"]) == q.train_steps or r["outcome"] == "diverged"
+        assert r["initial_loss"] == pytest.approx(math.log(tokenizer.vocab_size), rel=0.15)  # near-uniform at init
+        assert r["unigram_loss"] == pytest.approx(unigram)
+        assert r["gain"] == pytest.approx(r["unigram_loss"] - r["final_loss"])
+
+
+def test_profile_at_the_papers_width_is_recorded_per_init_depth_and_placement(quick_run):
+    _, _, saved = quick_run
+    keys = {(r["init"], r["depth"], r["placement"]) for r in saved["profile"]}
+    assert keys == {(i, d, p) for i in exp.INITS for d in exp.QUICK.profile_depths for p in exp.PLACEMENTS}
+    for r in saved["profile"]:
+        assert len(r["ffn_w2"]) == len(r["stream_rms"]) == r["depth"]
+        assert len(r["last_over_first"]) == len(r["stream_prediction"]) == len(saved["seeds"])
+
+
+def test_quick_mode_judges_only_the_depth_scaling(quick_run):
+    _, results, _ = quick_run
+    assert {c["id"] for c in results["checks"]} == exp.QUICK_CLAIMS
+    left = {c["id"] for c in results["full_run_only"]}
+    assert any(i.startswith("profile.") for i in left) and any(i.startswith("training.") for i in left)
+
+
+def test_loss_gap_pairs_seeds_and_falls_back_to_window_errors():
+    worse = [{"final_loss": 3.0, "final_loss_stderr": 0.03}, {"final_loss": 3.2, "final_loss_stderr": 0.03}]
+    better = [{"final_loss": 2.5, "final_loss_stderr": 0.04}, {"final_loss": 2.9, "final_loss_stderr": 0.04}]
+    gap, error = exp.loss_gap(worse, better)
+    assert gap == pytest.approx(0.4) and error == pytest.approx(np.std([0.5, 0.3], ddof=1) / np.sqrt(2))
+    gap, error = exp.loss_gap(worse[:1], better[:1])
+    assert gap == pytest.approx(0.5) and error == pytest.approx(0.05)

@@ -26,7 +26,7 @@ def test_writes_json_markdown_and_figure(quick_run):
     assert saved["summary"] == results["summary"] and saved["checks"] == results["checks"]
     assert all(isinstance(c["claim"], str) and isinstance(c["passed"], bool) for c in results["checks"])
     text = (out_dir / "rms_vs_ln.md").read_text()
-    for needle in ("7%-64%", "norm share", "Checks"):
+    for needle in ("7%-64%", "norms' share", "Checks", "Amdahl"):
         assert needle in text
 
 
@@ -39,11 +39,55 @@ def test_reports_kernel_and_end_to_end_ratios(quick_run):
         for key, ratio in row["ratio"].items():
             level, kind = ("nn ", key[3:]) if key.startswith("nn ") else ("", key)
             assert ratio == pytest.approx(row["seconds"][f"{level}rmsnorm {kind}"] / row["seconds"][f"{level}layernorm {kind}"])
-    step_ratio = saved["training"]["rmsnorm"]["step_seconds"] / saved["training"]["layernorm"]["step_seconds"]
-    assert saved["step_ratio"] == pytest.approx(step_ratio) and math.isfinite(step_ratio)
-    assert all(0 < share < 1 for share in saved["norm_share"].values())
+    assert [case["model"] for case in saved["amdahl"]] == [m[0] for m in exp.AMDAHL_MODELS["quick"]]
+    for case in saved["amdahl"]:
+        assert 0 < case["share"] < 1 and case["measured_se"] > 0 and case["predicted_se"] > 0
+        rounds = {name: np.array(values) for name, values in case["round_seconds"].items()}
+        assert all(len(values) == exp.SETTINGS["quick"]["timing_rounds"] for values in rounds.values())
+        assert case["measured"] == pytest.approx(np.mean(1 - rounds["rmsnorm"] / rounds["layernorm"]))
+        assert case["control"] == pytest.approx(np.mean(1 - rounds["control"] / rounds["layernorm"]))
+        assert case["step_seconds"]["layernorm"] == pytest.approx(np.median(rounds["layernorm"]))
     summary = "\n".join(results["summary"])
-    assert "kernel forward+backward" in summary and "TinyTransformerLM step" in summary
+    assert "kernel forward+backward" in summary and "TinyTransformerLM step" in summary and "Amdahl" in summary
+
+
+def test_quick_mode_leaves_the_amdahl_claims_to_the_full_run(quick_run):
+    _, results, saved = quick_run
+    assert {c["id"] for c in results["checks"]} == exp.QUICK_CLAIMS
+    assert {c["id"] for c in results["full_run_only"]} == {"amdahl", "control"}
+    assert saved["full_run_only"] == results["full_run_only"]
+
+
+def test_amdahl_predicts_share_times_saving_and_measures_the_mean_saving_over_rounds():
+    # steps of 10 ms (LayerNorm) and 9.5 ms (RMSNorm); norms 1.0 ms and 0.5 ms per step: share 10%,
+    # the norms' saving 50%, so both the prediction and the measurement are a 5% saving
+    rounds = {"layernorm": np.full(4, 0.010), "rmsnorm": np.full(4, 0.0095), "control": np.full(4, 0.010)}
+    norms = {"layernorm": np.full(9, 1.0e-3), "rmsnorm": np.full(9, 0.5e-3)}
+    case = exp.amdahl(rounds, norms)
+    assert case["share"] == pytest.approx(0.10) and case["norm_saving"] == pytest.approx(0.5)
+    assert case["predicted"] == pytest.approx(0.05) and case["measured"] == pytest.approx(0.05)
+    assert case["measured_se"] == pytest.approx(0.0, abs=1e-12) and case["control"] == pytest.approx(0.0)
+    # the standard error is the spread of the per-round savings over rounds
+    rounds["rmsnorm"] = np.array([0.0094, 0.0096, 0.0095, 0.0093])
+    savings = 1 - rounds["rmsnorm"] / rounds["layernorm"]
+    case = exp.amdahl(rounds, norms)
+    assert case["measured"] == pytest.approx(savings.mean())
+    assert case["measured_se"] == pytest.approx(savings.std(ddof=1) / 2)
+    assert case["difference_se"] == pytest.approx(np.hypot(case["measured_se"], case["predicted_se"]))
+
+
+def test_chi_square_bound_is_the_95_percent_quantile():
+    # the 95% quantiles of chi-square with 2, 5 and 10 degrees of freedom
+    for k, quantile in ((2, 5.991), (5, 11.070), (10, 18.307)):
+        assert exp.chi_square_bound(k) == pytest.approx(quantile, rel=0.01)
+
+
+def test_interleaved_training_of_the_same_norm_twice_computes_the_same_model():
+    # the control of the timing rounds: a second LayerNorm model is the same computation as the first
+    config = dict(exp.SETTINGS["quick"], d_model=16, n_layers=1, seq_len=8, batch_size=2)
+    first, rms, second = exp.train_interleaved(config, ("layernorm", "rmsnorm", "layernorm"), steps=3, seed=5)
+    assert first["losses"] == second["losses"] and first["losses"] != rms["losses"]
+    assert all(len(run["seconds"]) == 3 and min(run["seconds"]) > 0 for run in (first, rms, second))
 
 
 def test_both_models_train_from_the_same_start(quick_run):

@@ -8,7 +8,7 @@ import tinynorm as tn
 import tinynorm.nn.functional as F
 from tinynorm import nn
 from tinynorm.autograd import gradcheck
-from tinynorm.models import ResidualMLP, SmallCNN, SmallMLP, TinyTransformerLM
+from tinynorm.models import ResidualMLP, SignalCNN, SmallCNN, SmallMLP, TinyTransformerLM, sinusoidal_positions
 
 rng = np.random.default_rng(0)
 
@@ -225,3 +225,65 @@ def test_tiny_transformer_gradients_including_the_position_table() -> None:
     model(ids).backward(tn.randn(2, 4, 7, dtype=tn.float64))
     position_grad = model.position_embedding.weight.grad.numpy()
     assert np.all(position_grad[4:] == 0) and np.all(np.abs(position_grad[:4]).sum(axis=1) > 0)
+
+
+@pytest.mark.parametrize("pooled_stage, last_length", [(False, 5), (True, 1)])
+def test_signal_cnn_stages_halve_the_length(pooled_stage: bool, last_length: int) -> None:
+    tn.manual_seed(0)
+    model = SignalCNN(norm="batchnorm", width=4, stages=4, pooled_stage=pooled_stage)
+    x = tn.tensor(rng.standard_normal((3, 40)).astype(np.float32))
+    assert model(x).shape == (3, 10)
+    # the last BatchNorm normalizes (N, 32, 1, last_length) maps: its running mean moved, per channel
+    norms = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    assert norms[-1].num_features == 32 and norms[0].num_features == 4
+    h = x.reshape(3, 1, 1, 40)
+    for layer in model.body:
+        h = layer(h)
+    assert h.shape == (3, 32, 1, last_length)
+    with pytest.raises(ValueError, match="signals"):
+        model(tn.tensor(np.zeros((3, 1, 40), np.float32)))
+
+
+@pytest.mark.parametrize("norm", ["batchnorm", "groupnorm", "none"])
+def test_zero_init_residual_starts_every_residual_block_as_the_identity(norm: str) -> None:
+    from tinynorm.nn.blocks import ConvBlock
+
+    for build in (lambda zero: SmallCNN(norm=norm, width=4, zero_init_residual=zero),
+                  lambda zero: SignalCNN(norm=norm, width=4, stages=3, zero_init_residual=zero)):
+        tn.manual_seed(0)
+        model = build(True).eval()
+        blocks = [m for m in model.modules() if isinstance(m, ConvBlock)]
+        assert blocks
+        for block in blocks:
+            if norm != "none":
+                np.testing.assert_array_equal(block.norm2.weight.numpy(), 0.0)
+                np.testing.assert_array_equal(block.norm1.weight.numpy(), 1.0)  # only the last norm
+            shape = (2, block.conv1.in_channels, 1, 6)
+            x = tn.tensor(np.abs(rng.standard_normal(shape)).astype(np.float32))  # relu(x) == x
+            if norm == "none":  # no weight to zero: the block stays an ordinary one
+                assert not np.allclose(block(x).numpy(), x.numpy())
+            else:
+                np.testing.assert_allclose(block(x).numpy(), x.numpy(), rtol=1e-6)
+        tn.manual_seed(0)
+        assert all(m.norm2.weight.numpy().min() == 1.0 for m in build(False).modules()
+                   if isinstance(m, ConvBlock) and norm != "none")
+
+
+def test_signal_cnn_gradcheck() -> None:
+    tn.manual_seed(1)
+    check_module_gradients(SignalCNN(norm="groupnorm", width=4, stages=2), leaf(2, 12), atol=1e-5, rtol=1e-3)
+
+
+def test_fairseq_init_scales_tokens_and_adds_sinusoids() -> None:
+    tn.manual_seed(0)
+    model = TinyTransformerLM(vocab=50, d_model=64, n_heads=4, n_layers=1, block_size=16, init="fairseq")
+    table = sinusoidal_positions(16, 64)
+    np.testing.assert_allclose(table[3, :32], np.sin(3 * np.exp(-np.log(1e4) * np.arange(32) / 31)), rtol=1e-5)
+    np.testing.assert_allclose(table[:, 32:] ** 2 + table[:, :32] ** 2, 1.0, rtol=1e-5)
+    weight = model.token_embedding.weight.numpy()
+    assert abs(weight.std() * 8 - 1.0) < 0.05  # N(0, 1/d) times sqrt(d): unit variance per coordinate
+    assert "position_table" not in model.state_dict() and not hasattr(model, "position_embedding")
+    gpt2 = TinyTransformerLM(vocab=50, d_model=64, n_heads=4, n_layers=1, block_size=16)
+    assert abs(gpt2.token_embedding.weight.numpy().std() - 0.02) < 0.002
+    with pytest.raises(ValueError, match="init must be one of"):
+        TinyTransformerLM(vocab=50, init="bert")

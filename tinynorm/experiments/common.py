@@ -9,7 +9,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,18 @@ def single_threaded() -> Iterator[None]:
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def forward_hooks(modules: Iterable[Any], hook: Callable[[Any, tuple[Any, ...], Any], None]) -> Iterator[None]:
+    """Call ``hook(module, args, output)`` after every forward of each of ``modules`` inside the block:
+    ``register_forward_hook`` on each, the handles removed on leaving."""
+    handles = [module.register_forward_hook(hook) for module in modules]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def environment() -> dict[str, Any]:
@@ -156,3 +168,30 @@ def cpu_run_seeds(experiment: str, device: str, seeds: Any, default: tuple[int, 
     if not chosen:
         raise ValueError(f"{experiment}.run: seeds must name at least one seed")
     return chosen
+
+
+FULL_RUN_ONLY = "full run only: see docs/experiments.md"
+
+
+def quick_mode_checks(checks: list[dict[str, Any]], quick: bool,
+                      resolvable: frozenset[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split ``checks`` into those a run may judge and those only the full run can.
+
+    Every check has an ``id``; a full run judges them all. A quick run judges only the ids in
+    ``resolvable``: the claims whose quick-mode measurement passes with every seed set when the
+    full run bears them out (``python -m tinynorm.experiments.audit`` measures that). The others
+    are returned apart, measured but not judged: their quick numbers are too noisy to mean a PASS
+    or a FAIL.
+    """
+    if not quick:
+        return checks, []
+    unknown = resolvable - {c["id"] for c in checks}
+    if unknown:
+        raise ValueError(f"quick_mode_checks: resolvable ids {sorted(unknown)} name no check")
+    return ([c for c in checks if c["id"] in resolvable], [c for c in checks if c["id"] not in resolvable])
+
+
+def check_lines(results: dict[str, Any]) -> list[str]:
+    """Markdown bullet lines for a result's checks: PASS/FAIL, then the claims left to the full run."""
+    lines = [f"- {'PASS' if c['passed'] else 'FAIL'}: {c['claim']}" for c in results["checks"]]
+    return lines + [f"- {FULL_RUN_ONLY}: {c['claim']}" for c in results.get("full_run_only", [])]

@@ -227,11 +227,11 @@ def checks(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The claims the experiment stands for, each with whether this run bears it out."""
     raw, std = results["raw"], results["standardized"]
     return [
-        {"claim": "standardizing reduces the Hessian's condition number by more than 1000x",
+        {"id": "condition_number", "claim": "standardizing reduces the Hessian's condition number by more than 1000x",
          "passed": raw["condition_number"] > 1000 * std["condition_number"]},
-        {"claim": "standardized features reach the target loss in at least 10x fewer steps",
+        {"id": "steps", "claim": "standardized features reach the target loss in at least 10x fewer steps",
          "passed": results["step_ratio"] >= 10},
-        {"claim": "the measured largest stable learning rate is 2/lambda_max (within 1%) in both cases",
+        {"id": "stable_lr", "claim": "the measured largest stable learning rate is 2/lambda_max (within 1%) in both cases",
          "passed": all(abs(c["lr_max_measured"] / c["lr_max_theory"] - 1) < 0.01 for c in (raw, std))},
     ]
 

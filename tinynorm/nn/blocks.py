@@ -52,13 +52,17 @@ class MLPBlock(Sequential):
 
 
 class ConvBlock(Module):
-    """ResNet basic block: relu(norm(conv(relu(norm(conv(x))))) + x), 3x3 convs keeping the shape."""
+    """ResNet basic block: relu(norm(conv(relu(norm(conv(x))))) + x), convs keeping the shape
+    (3x3 by default; ``kernel_size=(1, 3)`` makes it a 1-D block for signals laid out as (N, C, 1, L))."""
 
-    def __init__(self, channels: int, norm: str = "batchnorm", groups: int = 4) -> None:
+    def __init__(self, channels: int, norm: str = "batchnorm", groups: int = 4,
+                 kernel_size: int | tuple[int, int] = 3) -> None:
         super().__init__()
-        self.conv1 = Conv2d(channels, channels, 3, padding=1, bias=False)
+        size = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+        padding = (size[0] // 2, size[1] // 2)
+        self.conv1 = Conv2d(channels, channels, size, padding=padding, bias=False)
         self.norm1 = channel_norm(norm, channels, groups)
-        self.conv2 = Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.conv2 = Conv2d(channels, channels, size, padding=padding, bias=False)
         self.norm2 = channel_norm(norm, channels, groups)
 
     def forward(self, x: Tensor) -> Tensor:
