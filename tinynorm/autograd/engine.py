@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 from ..tensor import Tensor, on_device
@@ -64,16 +65,20 @@ def backward(tensor: Tensor, gradient: Any = None, retain_graph: bool = False,
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, is_grads_batched: bool = False,
-         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
     """The gradients of ``outputs`` with respect to each of ``inputs``, returned rather than added into
     ``.grad`` (which no tensor's changes): ``torch.autograd.grad``.
 
     ``grad_outputs`` holds the upstream gradient of each output (None: 1 for a one-element output). An
     input the outputs do not depend on is an error unless ``allow_unused=True`` (then its gradient is
     None, or zeros with ``materialize_grads=True``). tinynorm records no graph of backward itself, so
-    ``create_graph=True`` (higher-order gradients) and ``is_grads_batched=True`` raise.
+    ``create_graph=True`` (higher-order gradients) and ``is_grads_batched=True`` raise. ``only_inputs`` is
+    accepted and ignored, as PyTorch ignores it (deprecated, with a warning when False).
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", stacklevel=2)
     if create_graph:
         raise RuntimeError("autograd.grad: create_graph=True (higher-order gradients) is not supported: "
                            "tinynorm's backward works on arrays and is never recorded (docs/differences.md)")

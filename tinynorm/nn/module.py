@@ -393,10 +393,10 @@ class Module:
             raise TypeError(f"load_state_dict: expected state_dict to be a dict-like mapping of names to tensors, "
                             f"got {type(state_dict).__name__}")
         own = self.state_dict()
-        missing = [key for key in own if key not in state_dict]
+        missing = [key for key in own if key not in state_dict and not self._kept_when_missing(key)]
         unexpected = [key for key in state_dict if key not in own]
         if strict and (missing or unexpected):
-            raise KeyError(
+            raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}: "
                 f"missing keys {missing}, unexpected keys {unexpected}"
             )
@@ -412,11 +412,18 @@ class Module:
             except ValueError as error:
                 problems.append(f"{key}: {error}")
         if problems:
-            raise ValueError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n  " + "\n  ".join(problems))
         for key, array in converted.items():
             target = own[key]
             target.array[...] = target._backend.from_numpy(array)
         return IncompatibleKeys(missing, unexpected)
+
+    def _kept_when_missing(self, key: str) -> bool:
+        """Whether a state-dict key may be absent without being reported missing: a submodule's names in
+        ``_optional_state`` (BatchNorm's ``num_batches_tracked``, which PyTorch keeps as it is when a
+        state dict without version metadata lacks it)."""
+        path, _, name = key.rpartition(".")
+        return name in getattr(self.get_submodule(path), "_optional_state", ())
 
     # ------------------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
@@ -468,7 +475,8 @@ def _converted_value(value: Any, target: Tensor) -> np.ndarray:
         received = f"the int {value} (beyond 64 bits)" if isinstance(value, int) else f"a {type(value).__name__}"
         raise ValueError(f"{received} in the checkpoint, numbers of dtype {target.dtype} in the model")
     if tuple(array.shape) != tuple(target.shape):
-        raise ValueError(f"shape {tuple(array.shape)} in the checkpoint, {tuple(target.shape)} in the model")
+        raise ValueError(f"size mismatch: copying a param with shape {tuple(array.shape)} from checkpoint, the shape "
+                         f"in current model is {tuple(target.shape)}")
     if target.dtype.kind == "f":
         if array.dtype.kind != "f":
             raise ValueError(f"dtype {array.dtype} in the checkpoint, {target.dtype} in the model")

@@ -46,6 +46,7 @@ class _NormBase(Module):
 
     eps = CheckedAttribute(check_eps)
     momentum = CheckedAttribute(partial(check_momentum, allow_none=True))
+    _optional_state = ("num_batches_tracked",)  # a state dict without it keeps the layer's count (as PyTorch)
 
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
                  track_running_stats: bool, dtype: Any = None, bias: bool = True) -> None:

@@ -352,11 +352,32 @@ def _floating_input(x: Tensor, name: str) -> None:
         raise NotImplementedError(f'"{name}" not implemented for \'{dtypes.type_name(x.dtype)}\'')
 
 
+class LeakyReluInplace(LeakyRelu):
+    """The in-place form, which PyTorch names apart (its backward reads the output)."""
+
+    backward_name = "LeakyReluBackward1"
+
+
+class EluInplace(Elu):
+    backward_name = "EluBackward1"
+
+
+class CeluInplace(Celu):
+    backward_name = "CeluBackward1"
+
+
+class ThresholdInplace(Threshold):
+    backward_name = "ThresholdBackward1"
+
+
+INPLACE_NODES = {LeakyRelu: LeakyReluInplace, Elu: EluInplace, Celu: CeluInplace, Threshold: ThresholdInplace}
+
+
 def _run(x: Tensor, name: str, inplace: bool, function: type[Function], *args: Any) -> Tensor:
     """``function`` applied to ``x`` (a float tensor), or written into ``x`` when ``inplace``."""
     _floating_input(x, name)
     if inplace:
-        return modify(x, function.apply, *args)
+        return modify(x, INPLACE_NODES.get(function, function).apply, *args)
     return function.apply(x, *args)
 
 

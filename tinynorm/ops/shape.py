@@ -37,6 +37,24 @@ class Reshape(Function):
         return ctx.xp.reshape(grad, ctx.shape)
 
 
+class Squeeze(Reshape):
+    """``squeeze()``: every size-1 dim dropped (a reshape, named as PyTorch names it)."""
+
+    backward_name = "SqueezeBackward0"
+
+
+class SqueezeDim(Reshape):
+    backward_name = "SqueezeBackward1"
+
+
+class SqueezeDims(Reshape):
+    backward_name = "SqueezeBackward2"
+
+
+class Unsqueeze(Reshape):
+    backward_name = "UnsqueezeBackward0"
+
+
 class View(Reshape):
     """Reshape that must not copy: ``Tensor.view``."""
 
@@ -140,7 +158,9 @@ class Slice(GetItem):
     backward_name = "SliceBackward0"
 
 
-class Unsqueeze(GetItem):
+class IndexUnsqueeze(GetItem):
+    """Basic indexing whose last step is ``None`` (``x[:, None]``)."""
+
     backward_name = "UnsqueezeBackward0"
 
 
@@ -153,7 +173,7 @@ def _basic_index_node(index: Any) -> type[GetItem]:
     items = index if isinstance(index, tuple) else (index,)
     for item in reversed(items):
         if item is None:
-            return Unsqueeze
+            return IndexUnsqueeze
         if isinstance(item, slice):
             if item != slice(None) or not isinstance(index, tuple):
                 return Slice
@@ -200,6 +220,12 @@ class Cat(Function):
             pieces.append(grad[tuple(index)])
             start += size
         return tuple(pieces)
+
+
+class Stack(Cat):
+    """``stack``: a concatenation of the inputs, each given a new size-1 dim first."""
+
+    backward_name = "StackBackward0"
 
 
 class Cast(Function):
@@ -322,16 +348,17 @@ def t(x: Tensor) -> Tensor:
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     check_tensor("unsqueeze", "input", x)
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
-    return reshape(x, x.array.shape[:d] + (1,) + x.array.shape[d:])
+    return Unsqueeze.apply(x, x.array.shape[:d] + (1,) + x.array.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """``x`` without its size-1 dims (all of them, or those among ``dim``: an int or a tuple)."""
     check_tensor("squeeze", "input", x)
     if dim is None:
-        return reshape(x, tuple(n for n in x.array.shape if n != 1))
+        return Squeeze.apply(x, tuple(n for n in x.array.shape if n != 1))
     dims = normalize_dims(dim, x.ndim, "squeeze")
-    return reshape(x, tuple(n for d, n in enumerate(x.array.shape) if not (d in dims and n == 1)))
+    node = SqueezeDims if isinstance(dim, (tuple, list)) else SqueezeDim
+    return node.apply(x, tuple(n for d, n in enumerate(x.array.shape) if not (d in dims and n == 1)))
 
 
 def expand(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -477,14 +504,18 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     flat = next((position for position, t in enumerate(tensors) if t.ndim == 0), None)
     if flat is not None:
         raise RuntimeError(f"zero-dimensional tensor (at position {flat}) cannot be concatenated")
-    kept = [t for t in tensors if t.array.shape != (0,)] or tensors[:1]
-    if any(t.array.dtype != tensors[0].array.dtype for t in tensors):
-        common = dtypes.result_type(*tensors)
+    return _concatenate([t for t in tensors if t.array.shape != (0,)] or tensors[:1], dim, Cat, tensors)
+
+
+def _concatenate(kept: list[Tensor], dim: int, node: type[Function], given: list[Tensor]) -> Tensor:
+    """``kept`` joined along ``dim`` by ``node`` (Cat or Stack), in the promoted dtype of all ``given``."""
+    if any(t.array.dtype != given[0].array.dtype for t in given):
+        common = dtypes.result_type(*given)
         kept = [t if t.array.dtype == common else cast(t, common) for t in kept]
     if any(t.ndim != kept[0].ndim for t in kept):
         raise RuntimeError(f"Tensors must have same number of dimensions: got {kept[0].ndim} and "
                            f"{next(t.ndim for t in kept if t.ndim != kept[0].ndim)}")
-    return Cat.apply(*kept, dim=normalize_dim(dim, kept[0].ndim, "cat"))
+    return node.apply(*kept, dim=normalize_dim(dim, kept[0].ndim, "cat"))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -493,7 +524,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if len(shapes) != 1:
         raise RuntimeError(f"stack expects each tensor to be equal size, got shapes {sorted(shapes)}")
     d = normalize_dim(dim, tensors[0].ndim + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], dim=d)
+    pieces = [unsqueeze(t, d) for t in tensors]
+    return _concatenate(pieces, d, Stack, pieces)
 
 
 def _tensor_sequence(op: str, tensors: Any) -> list[Tensor]:
