@@ -52,7 +52,7 @@ def test_every_bad_key_is_named_in_one_error():
     state["0.bias"], state["1.num_batches_tracked"] = np.zeros(7, np.float32), 0.5
     with pytest.raises(RuntimeError) as error:
         net.load_state_dict(state)
-    assert "0.bias: shape (7,) in the checkpoint, (4,) in the model" in str(error.value)
+    assert "0.bias: size mismatch: copying a param with shape (7,) from checkpoint, the shape in current model is (4,)" in str(error.value)
     assert "1.num_batches_tracked: the value 0.5" in str(error.value)
 
 

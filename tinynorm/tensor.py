@@ -274,6 +274,9 @@ class Tensor:
     # ------------------------------------------------------------------------------ autograd
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf tensor as a variable whose gradient ``backward()`` should compute."""
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' must be bool, not "
+                            f"{type(requires_grad).__name__}")
         if requires_grad and not dtypes.is_floating(self.dtype):
             raise RuntimeError(
                 f"only Tensors of floating point dtype can require gradients, got dtype {self.dtype}; "
@@ -759,7 +762,11 @@ def _legacy_values(data: tuple, device: Any) -> Tensor:
 def _from_host(data: Any, dtype: Any, device: str) -> Tensor:
     """A tensor on ``device`` from numbers, nested lists or a numpy array, with PyTorch's dtype rules."""
     from_python = not isinstance(data, np.ndarray) and not isinstance(data, np.generic)
-    array = np.array(data, copy=True)
+    try:
+        array = np.array(data, copy=True)
+    except ValueError:  # nested lists of unequal lengths
+        raise ValueError(f"tensor(): the nested sequences must be rectangular (every row of one length at each "
+                         f"depth), got {str(data)[:80]}") from None
     if array.dtype == object or array.dtype.kind in "USV":
         raise TypeError(f"tensor(): cannot make a tensor from data of type {type(data).__name__} ({array.dtype})")
     if dtype is not None:

@@ -11,15 +11,13 @@ import pytest
 if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
 
-from tinynorm.kernels import cuda as K  # noqa: E402  (after the simulator check)
+from host_arrays import OnDevice, host, to_device  # noqa: E402  (after the simulator check)
+from tinynorm.kernels import cuda as kernels  # noqa: E402
 from tinynorm.kernels import reference as R  # noqa: E402
 
+K = OnDevice(kernels)  # the kernels take device arrays: host data is copied over first
 EPS = 1e-5
 TOLERANCE = 3e-5
-
-
-def host(array):
-    return array.copy_to_host()
 
 
 def assert_close(actual, expected):
@@ -85,12 +83,11 @@ def test_batch_norm_statistics_forward_and_backward(training):
 
 
 def test_batch_norm_running_update():
-    from numba import cuda
     rng = np.random.default_rng(15)
     running_mean, running_var = data(16, 3), rng.uniform(0.5, 2.0, 3).astype(np.float32)
     mean, var = data(17, 3), rng.uniform(0.1, 3.0, 3).astype(np.float32)
     want = R.batch_norm_update_running(running_mean, running_var, mean, var, 40, 0.25)
-    device_mean, device_var = cuda.to_device(running_mean), cuda.to_device(running_var)
+    device_mean, device_var = to_device(running_mean), to_device(running_var)
     K.batch_norm_update_running(device_mean, device_var, mean, var, 40, 0.25)
     assert_close(device_mean, want[0])
     assert_close(device_var, want[1])

@@ -50,6 +50,7 @@ FACTORY_ARGUMENTS = {
     "reductions._column_sum_kernel": (F32,),
     "reductions._extreme_thread_kernel": (True, F32),
     "reductions._extreme_block_kernel": (True, F32, 256),
+    "scan.scan_kernel": (F32, False),
     "softmax.forward_kernel": (F32,),
     "softmax.backward_kernel": (F32,),
 }
@@ -57,7 +58,7 @@ FACTORY_ARGUMENTS = {
 NOT_KERNEL_FACTORIES = {"_shared.sm_count", "matmul.accumulator_dtype",
                         "strided._unread_flag", "elementwise._with_three_arguments", "elementwise._loader",
                         "elementwise._flat_loader",
-                        "reductions._extreme_functions", "elementwise.gelu_functions"}
+                        "reductions._extreme_functions", "elementwise.gelu_functions", "math.float_functions"}
 
 
 def _modules():

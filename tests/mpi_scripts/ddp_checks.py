@@ -41,7 +41,7 @@ def train(model, batches, rows, share):
     optimizer = optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
     for x, y in batches:
         optimizer.zero_grad()
-        loss = cross_entropy(model(tinynorm.tensor(x[rows])), y[rows], reduction="sum") * share
+        loss = cross_entropy(model(tinynorm.tensor(x[rows])), tinynorm.tensor(y[rows]), reduction="sum") * share
         loss.backward()
         if isinstance(model, distributed.DistributedDataParallel):
             model.allreduce_gradients()

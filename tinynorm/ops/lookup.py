@@ -66,6 +66,8 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None, max_no
     if sparse:
         raise NotImplementedError("embedding: sparse=True is not supported (tinynorm has no sparse gradients); "
                                   "sparse=False gives the same values as a dense gradient")
+    if input is None:
+        raise TypeError("embedding(): argument 'input' must be a tensor of ids (or host data), not NoneType")
     ids = on_device(input, weight.device, "embedding", "ids are", "the weight is")
     if ids.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "

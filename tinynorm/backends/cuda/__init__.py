@@ -27,6 +27,7 @@ name = "cuda"
 ndarray = CudaArray
 
 __all__ = sorted({"name", "ndarray", *conv.__all__, *creation.__all__, *elementwise.__all__, *indexing.__all__,
-                  *linalg.__all__, *losses.__all__, *normalization.__all__, *optim.__all__, *random.__all__,
-                  *reductions.__all__, *shape.__all__, *softmax.__all__})
+                  *linalg.__all__, *losses.__all__, *math.__all__, *normalization.__all__, *optim.__all__,
+                  *random.__all__, *reductions.__all__, *scan.__all__, *shape.__all__, *sorting.__all__,
+                  *softmax.__all__})
 """Every name the ops may reach as ``xp.<name>`` on this backend."""

@@ -42,7 +42,7 @@ def _scan(a: CudaArray, axis: int | None, dtype: Any, multiply: bool, name: str)
     rows = math.prod(moved.shape[:-1])
     source = moved.astype(result) if moved.dtype != result else moved
     out = CudaArray.empty(moved.shape, result)
-    kernels.scan_rows(source.as_numba((rows, cols)), out.as_numba((rows, cols)), multiply)
+    kernels.scan_rows(source.contiguous().reshape(rows, cols), out.reshape(rows, cols), multiply)
     inverse = [0] * a.ndim
     for position, d in enumerate(order):
         inverse[d] = position

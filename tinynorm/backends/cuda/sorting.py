@@ -42,5 +42,5 @@ def nonzero(a: CudaArray) -> tuple[CudaArray, ...]:
     if check_array("nonzero: a", a).ndim == 0:
         raise ValueError("nonzero: a 0-d array has no positions; reshape it to 1-d first")
     mask = a if a.dtype == np.bool_ else a != 0
-    coords = CudaArray.wrap(kernels.nonzero(mask.as_numba((mask.size,)), a.shape))
+    coords = kernels.nonzero(mask.contiguous().reshape(mask.size), a.shape)
     return tuple(coords[k] for k in range(a.ndim))
