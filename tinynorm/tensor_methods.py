@@ -287,6 +287,19 @@ IN_PLACE = [
 ]
 
 
+# In-place view methods: ``x.unsqueeze_(0)`` gives ``x`` itself the view's shape (its memory is unchanged).
+VIEWS_IN_PLACE = ["unsqueeze", "squeeze", "t", "transpose", "swapaxes"]
+
+
+def _view_in_place(view: Callable, name: str) -> Callable:
+    def method(self: Any, *args: Any) -> Any:
+        return inplace.view_(self, view, *args)
+
+    method.__name__ = name
+    method.__doc__ = f"``{name[:-1]}`` of this tensor, in place: the tensor itself takes the new shape."
+    return method
+
+
 def install(cls: type) -> None:
     """Attach the methods of :data:`METHODS`, the properties of :data:`PROPERTIES`, the in-place
     variants of :data:`IN_PLACE` and the random fills of :mod:`tinynorm.random_fills` to ``cls``."""
@@ -298,5 +311,7 @@ def install(cls: type) -> None:
         setattr(cls, name, fill)
     for name in IN_PLACE:
         setattr(cls, name + "_", _in_place(METHODS[name], name + "_"))
+    for name in VIEWS_IN_PLACE:
+        setattr(cls, name + "_", _view_in_place(METHODS[name], name + "_"))
     cls.float_power_ = float_power_
 

@@ -52,6 +52,21 @@ def modify(target: Tensor, compute: Callable[..., Tensor], *args: Any) -> Tensor
     return target
 
 
+def view_(target: Tensor, view: Callable[..., Tensor], *args: Any) -> Tensor:
+    """An in-place view method (``unsqueeze_``, ``squeeze_``, ``t_``, ``transpose_``): ``target`` takes the
+    shape and strides of ``view(target, *args)``, keeping its identity and its memory; recorded and
+    versioned as PyTorch does (a leaf that requires grad is refused)."""
+    recorded = _records(target, ())
+    result = view(target, *args)
+    target.array = result.array
+    if recorded:
+        target.grad_fn = result.grad_fn
+    if target._view is not None:  # a view stays a view of its base, one step further
+        target._view = result._view
+    target._bump_version()
+    return target
+
+
 def _records(target: Tensor, args: tuple) -> bool:
     """Whether a write into ``target`` must be recorded; raises for the writes autograd forbids."""
     if not grad_mode._state.enabled:
