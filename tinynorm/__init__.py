@@ -40,7 +40,7 @@ from .ops import (  # noqa: A004  (PyTorch's names: abs, all, any, max, min, rou
     tensordot, tile, topk, trace, transpose, tril, tril_indices, triu, triu_indices, true_divide, trunc, unbind,
     unflatten, unique, unsqueeze, var, var_mean, vstack, where, xlogy,
 )
-from .devices import device
+from .devices import device, get_default_device, set_default_device
 from . import accelerator, linalg
 from .threads import get_float32_matmul_precision, get_num_threads, set_float32_matmul_precision, set_num_threads
 from .type_info import finfo, iinfo

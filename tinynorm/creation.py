@@ -59,19 +59,19 @@ def _dtype_or_default(dtype: Any) -> np.dtype:
     return dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     return _fill("zeros", size, dtype, requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     return _fill("ones", size, dtype, requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     return _fill("empty", size, dtype, requires_grad, device)
 
 
-def full(size: Any, fill_value: float, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+def full(size: Any, fill_value: float, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     fill_value = _scalar(fill_value, "full", "fill_value")
     if dtype is not None and dtypes.as_dtype(dtype).kind in "iu" and not _fits(fill_value, dtypes.as_dtype(dtype)):
         raise RuntimeError(f"full: value cannot be converted to type {dtypes.as_dtype(dtype)} without overflow: "
@@ -82,7 +82,7 @@ def full(size: Any, fill_value: float, dtype: Any = None, requires_grad: bool = 
 
 
 def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,
-           requires_grad: bool = False, device: Any = "cpu") -> Tensor:
+           requires_grad: bool = False, device: Any = None) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive); int64 when all arguments are ints, as PyTorch."""
     if end is None:
         start, end = 0, start
@@ -112,7 +112,7 @@ def _fits(value: Any, dtype: np.dtype) -> bool:
     return limits.min <= value <= limits.max  # False for NaN
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
           generator: Generator | None = None) -> Tensor:
     """Standard normal samples from ``generator`` (the global one by default, see ``tinynorm.manual_seed``)."""
     dtype = floating_dtype(dtype, "randn")
@@ -120,7 +120,7 @@ def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, device: An
     return _make(rng.standard_normal(_shape(size, "randn")).astype(dtype), requires_grad, device)
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = "cpu",
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None,
          generator: Generator | None = None) -> Tensor:
     """Uniform samples in [0, 1) from ``generator`` (the global one by default)."""
     dtype = floating_dtype(dtype, "rand")
@@ -275,7 +275,7 @@ def _out_defaults(out: Tensor | None, dtype: Any, device: Any, op: str,
     floating dtype unless ``default_dtype`` is given)."""
     if out is None:
         dtype = default_dtype if dtype is None else dtype
-        return _dtype_or_default(dtype), resolve_device(device or "cpu")
+        return _dtype_or_default(dtype), resolve_device(device)
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
     if dtype is not None and dtypes.as_dtype(dtype) != out.dtype:

@@ -90,3 +90,27 @@ def tensor_device(name: str) -> device:
     """The device object a tensor on ``name`` (``'cpu'`` or ``'cuda'``, already checked) reports:
     ``device(type='cpu')`` or ``device(type='cuda', index=0)``, as PyTorch's tensors do."""
     return _TENSOR_DEVICES[name]
+
+
+_default = {"name": "cpu"}  # where factory functions put a tensor given no device (set_default_device)
+
+
+def get_default_device() -> device:
+    """The device of a new tensor made without ``device=``: the CPU unless :func:`set_default_device`
+    chose another (``torch.get_default_device``)."""
+    return tensor_device(_default["name"])
+
+
+def default_device_name() -> str:
+    return _default["name"]
+
+
+def set_default_device(new: Any) -> None:
+    """Make factory functions (``zeros``, ``randn``, ``tensor``, a layer's parameters ...) put tensors
+    given no ``device=`` on ``new`` (None: back to the CPU), as ``torch.set_default_device``."""
+    name = "cpu" if new is None else str.__str__(device(new))
+    if name == "cuda":
+        from . import cuda as _cuda
+
+        _cuda.require()
+    _default["name"] = name

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .backends import canonical_device
+from .devices import default_device_name
 from .tensor import Tensor, tensor
 
 DEFAULT_SEED = 0
@@ -114,7 +115,7 @@ def numpy_generator(generator: Generator | np.random.Generator | None, device: A
         return generator
     if not isinstance(generator, Generator):
         raise TypeError(f"{op}: generator must be a tinynorm.Generator, got {type(generator).__name__}")
-    device = canonical_device(device)
+    device = canonical_device(default_device_name() if device is None else device)
     if generator.device != device:
         raise RuntimeError(f"{op}: expected a '{device}' device type for generator but found '{generator.device}'")
     return generator._numpy

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import dtypes, printing
 from .backends import canonical_device, get_backend
-from .devices import CPU, device, tensor_device
+from .devices import CPU, default_device_name, device, tensor_device
 from .size import Size, as_size
 
 Shape = tuple[int, ...]
@@ -721,8 +721,9 @@ def on_device(value: Any, device: str, op: str, what: str, where: str) -> Tensor
 
 def resolve_device(device: Any) -> _Device:
     """``device`` (a name, an index or a :class:`tinynorm.device`) as the device a tensor there reports,
-    checking that CUDA is usable when it is asked for."""
-    name = canonical_device(_Device(device))
+    checking that CUDA is usable when it is asked for; None is the default device (the CPU unless
+    ``set_default_device`` chose another)."""
+    name = canonical_device(_Device(default_device_name() if device is None else device))
     if name == "cuda":
         _cuda.require()
     return tensor_device(name)
@@ -742,7 +743,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
         if result.array is source.array:  # nothing changed: copy, so the new tensor owns its memory
             result = Tensor._from_array(result._backend.copy(result.array), result.device)
     else:
-        result = _from_host(data, dtype, resolve_device(device or "cpu"))
+        result = _from_host(data, dtype, resolve_device(device))
     if requires_grad:
         result.requires_grad_(True)
     return result
@@ -788,11 +789,11 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return data.to(dtype=dtype, device=device)
     if hasattr(data, "__cuda_array_interface__"):
         return _cuda.from_cuda_array(data).to(dtype=dtype, device=device)
-    if (isinstance(data, np.ndarray) and canonical_device(device or "cpu") == "cpu"
+    if (isinstance(data, np.ndarray) and resolve_device(device) == "cpu"
             and (dtype is None or dtypes.as_dtype(dtype) == data.dtype)):
         from .creation import from_numpy  # creation builds on this module
         return from_numpy(data)  # shares the array's memory, as PyTorch's as_tensor does
-    return tensor(data, dtype=dtype, device=device or "cpu")
+    return tensor(data, dtype=dtype, device=device)
 
 
 from . import ops as _ops  # noqa: E402  (ops build on Tensor)

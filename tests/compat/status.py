@@ -28,7 +28,6 @@ EXPECTED_FAILURES: dict[str, Fails | Differs] = {
                                "(docs/differences.md)", 2),
     "gradient_penalty": Fails("no higher-order gradients (create_graph=True, docs/differences.md)",
                               "create_graph=True (higher-order gradients) is not supported"),
-    "polynomial_autograd": Fails("missing torch.set_default_device", "has no attribute 'set_default_device'"),
 }
 
 

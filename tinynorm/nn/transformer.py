@@ -49,7 +49,7 @@ def _clones(module: Module, count: int) -> ModuleList:
 def generate_square_subsequent_mask(size: int, device: Any = None, dtype: Any = None) -> Tensor:
     """(size, size) float mask: 0 where a position may attend (itself and earlier), -inf above the diagonal."""
     mask = np.triu(np.full((size, size), -np.inf), k=1)
-    return tensor(mask, dtype=dtype or dtypes.get_default_dtype(), device=device or "cpu")
+    return tensor(mask, dtype=dtype or dtypes.get_default_dtype(), device=device)
 
 
 class _Layer(Module):

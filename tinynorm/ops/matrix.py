@@ -113,13 +113,13 @@ def _triangle_indices(row: int, col: int, offset: int, lower: bool, dtype: Any, 
     return tensor(np.stack([rows, cols]), dtype=dtypes.int64 if dtype is None else dtype, device=device)
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = "cpu",
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """The ``(2, N)`` row and column indices of the lower triangle of a ``row x col`` matrix, row by row."""
     return _triangle_indices(row, col, offset, True, dtype, device)
 
 
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = "cpu",
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """The ``(2, N)`` row and column indices of the upper triangle of a ``row x col`` matrix, row by row."""
     return _triangle_indices(row, col, offset, False, dtype, device)
