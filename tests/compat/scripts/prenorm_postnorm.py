@@ -57,7 +57,7 @@ for name, block in [("post-norm", PostNormBlock), ("pre-norm", PreNormBlock)]:
         h = b(h)
         scales.append(round(h.std().item(), 4))
     out = final_norm(h)
-    (out * upstream).sum().backward()
+    out.backward(upstream)
     first = blocks[0].ff.net[0].weight.grad.norm().item()
     last = blocks[-1].ff.net[0].weight.grad.norm().item()
     print(f"{name}: residual stream std by depth {scales}")
