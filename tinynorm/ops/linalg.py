@@ -97,14 +97,6 @@ def _same_dtype(op: str, first: Any, second: Any, names: tuple[str, str], fix: s
                            f"be the same: {fix}")
 
 
-def _require_tensors(op: str, *arguments: tuple[str, Any]) -> None:
-    """PyTorch's TypeError for an argument that is not a tensor (a list, None, a numpy array)."""
-    for position, (name, value) in enumerate(arguments, 1):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not "
-                            f"{type(value).__name__}")
-
-
 def matmul(a: Any, b: Any) -> Tensor:
     check_tensor("matmul", "input", a)
     check_tensor("matmul", "other", b)
@@ -163,7 +155,8 @@ def _no_promotion(a: Tensor, b: Tensor) -> None:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002  (PyTorch's argument names)
     """The matrix product of two matrices (no broadcasting, no type promotion)."""
-    _require_tensors("mm", ("input", input), ("mat2", mat2))
+    check_tensor("mm", "input", input)
+    check_tensor("mm", "mat2", mat2)
     _require(input.ndim == 2, "self must be a matrix")
     _require(mat2.ndim == 2, "mat2 must be a matrix")
     (n, k), (k2, m) = input.array.shape, mat2.array.shape
@@ -174,7 +167,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002  (PyTorch's argumen
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     """The batch of matrix products of two 3-D tensors ``(b, n, k) @ (b, k, m)``."""
-    _require_tensors("bmm", ("input", input), ("mat2", mat2))
+    check_tensor("bmm", "input", input)
+    check_tensor("bmm", "mat2", mat2)
     _require(input.ndim == 3, "batch1 must be a 3D tensor")
     _require(mat2.ndim == 3, "batch2 must be a 3D tensor")
     (b, _, k), shape = input.array.shape, mat2.array.shape
@@ -187,7 +181,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
     """The product of a matrix and a vector."""
-    _require_tensors("mv", ("input", input), ("vec", vec))
+    check_tensor("mv", "input", input)
+    check_tensor("mv", "vec", vec)
     _require(input.ndim == 2 and vec.ndim == 1,
              f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
     (n, k) = input.array.shape
@@ -199,7 +194,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
 
 def dot(input: Tensor, tensor: Tensor) -> Tensor:  # noqa: A002
     """The inner product of two 1-D tensors of the same size and dtype."""
-    _require_tensors("dot", ("input", input), ("tensor", tensor))
+    check_tensor("dot", "input", input)
+    check_tensor("dot", "tensor", tensor)
     _require(input.ndim == 1 and tensor.ndim == 1,
              f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     n, m = input.array.shape[0], tensor.array.shape[0]
@@ -212,7 +208,8 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:  # noqa: A002
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
     """The outer product ``input[i] * vec2[j]`` of two 1-D tensors (promoted, as PyTorch)."""
-    _require_tensors("outer", ("input", input), ("vec2", vec2))
+    check_tensor("outer", "input", input)
+    check_tensor("outer", "vec2", vec2)
     for name, value in (("self", input), ("vec2", vec2)):
         _require(value.ndim == 1, f"outer: Expected 1-D argument {name}, but got {value.ndim}-D")
     return arithmetic.mul(input.reshape(-1, 1), vec2)
