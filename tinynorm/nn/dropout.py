@@ -2,7 +2,7 @@
 of self-normalizing networks (``AlphaDropout``, ``FeatureAlphaDropout``); identity in eval mode."""
 from __future__ import annotations
 
-from .._checks import check_number
+from ..ops.dropout import check_probability
 from ..tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -13,8 +13,7 @@ class _DropoutNd(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if not 0 <= check_number(type(self).__name__, "p", p) <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        check_probability(p, type(self).__name__)
         self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:

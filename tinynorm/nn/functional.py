@@ -26,7 +26,7 @@ from ..ops.embedding_losses import (  # noqa: F401
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
     poisson_nll_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
-from ..ops.feature_dropout import check_probability, dropout1d, dropout2d, dropout3d  # noqa: F401
+from ..ops.feature_dropout import dropout1d, dropout2d, dropout3d  # noqa: F401
 from ..ops.fold import fold, unfold  # noqa: F401
 from ..ops.grid_sample import affine_grid, grid_sample  # noqa: F401
 from ..ops.gumbel import gumbel_softmax  # noqa: F401
@@ -68,7 +68,6 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
-    check_probability(p)
     if not inplace or not training or p == 0:
         return _dropout(input, p, training)
     return modify(input, _dropout, p, training)

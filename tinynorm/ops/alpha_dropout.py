@@ -12,7 +12,7 @@ import math
 
 from ..random import default_generator
 from ..tensor import Tensor
-from .feature_dropout import check_probability
+from .dropout import check_probability
 from .inplace import modify
 
 SELU_SATURATION = 1.7580993408473766  # alpha' = SELU's scale * alpha: SELU(x) -> -alpha' as x -> -inf

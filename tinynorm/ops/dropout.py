@@ -26,10 +26,16 @@ class Dropout(Function):
         return grad * scale
 
 
+def check_probability(p: float, op: str = "dropout") -> None:
+    """``p`` is a number in [0, 1] (PyTorch's message otherwise): every dropout's probability check; ``op``
+    names the function or layer in the error."""
+    if not 0.0 <= check_number(op, "p", p) <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     check_tensor("dropout", "input", x)
-    if not 0.0 <= check_number("dropout", "p", p) <= 1.0:
-        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}")
+    check_probability(p)
     if not training or p == 0.0:
         return x
     if p == 1.0:

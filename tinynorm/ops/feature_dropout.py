@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import warnings
 
-from .._checks import check_number
 from ..random import default_generator
 from ..tensor import Tensor
+from .dropout import check_probability
 from .inplace import modify
-
-
-def check_probability(p: float) -> None:
-    if not 0.0 <= check_number("dropout", "p", p) <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _masked(x: Tensor, p: float) -> Tensor:
