@@ -7,11 +7,8 @@ import ast
 import inspect
 import pathlib
 
-import pytest
-
 import tinynorm
-import tinynorm.backends.cpu as cpu
-from tinynorm.backends import contract
+from tinynorm.backends import contract, cpu
 from tinynorm.ops import inplace
 
 from backend_contract import contract_problems, signature_problems

@@ -284,16 +284,16 @@ def _count_reads(monkeypatch) -> list:
     return reads
 
 
-def test_scatters_with_device_indices_read_back_one_flag_only(monkeypatch):
-    """No round trip of the positions through the host: the only read back per call is the one-element
-    out-of-range flag (Embedding's backward and the losses' setitem run every training step)."""
+def test_scatters_with_device_indices_read_back_one_flag_at_most(monkeypatch):
+    """No round trip of the positions through the host: setitem reads back only the one-element
+    out-of-range flag, and index_add (Embedding's backward, indices checked by the op) nothing."""
     reads = _count_reads(monkeypatch)
     ids, rows = device(np.array([[1, 4, 1], [1, 0, 4]])), device(np.arange(3))
     grad = indexing.index_add((5, 6), ids, device(np.ones((2, 3, 6), np.float32)))
-    assert reads == [1]
+    assert reads == []
     a = device(np.zeros((3, 5), np.float32))
     indexing.setitem(a, (rows, device(np.array([4, 0, 4]))), device(np.ones(3, np.float32)))
-    assert reads == [1, 1]
+    assert reads == [1]
     monkeypatch.undo()
     np.testing.assert_array_equal(host(grad)[:, 0], [1, 3, 0, 0, 2])
     np.testing.assert_array_equal(host(a).sum(axis=1), [1, 1, 1])

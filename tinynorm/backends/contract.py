@@ -418,7 +418,8 @@ class Conv(Protocol):
                         padding: Any = 0, needs_input_grad: bool = True) -> tuple[Array | None, Array, Array]:
         """``(dx, dweight, dbias)`` of :meth:`conv2d_forward` (``dx`` None unless ``needs_input_grad``)."""
 
-    def max_pool2d_forward(self, x: Array, kernel_size: Any, stride: Any = None, padding: Any = 0) -> tuple[Array, Array]:
+    def max_pool2d_forward(self, x: Array, kernel_size: Any, stride: Any = None,
+                           padding: Any = 0) -> tuple[Array, Array]:
         """``(y, argmax)``: each window's maximum and its flat position in its input plane."""
 
     def max_pool2d_backward(self, dy: Array, argmax: Array, x_shape: Dims, checked: bool = False) -> Array:
@@ -560,7 +561,8 @@ FAMILIES: tuple[type, ...] = (Creation, Elementwise, Math, Reductions, Scan, Sha
 
 def names(protocol: type) -> set[str]:
     """The names ``protocol`` declares itself (methods and attributes), without those it inherits."""
-    return {name for name in vars(protocol) if not name.startswith("_")} | set(vars(protocol).get("__annotations__", {}))
+    members = vars(protocol)
+    return {name for name in members if not name.startswith("_")} | set(members.get("__annotations__", {}))
 
 
 def declared_names() -> set[str]:
