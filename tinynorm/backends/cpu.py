@@ -1,8 +1,9 @@
 """The CPU backend: numpy for general array math, tinynorm's Numba kernels for the fused ones.
 
-Ops reach everything here as ``xp.<name>``. Most names are numpy's own functions re-exported
-unchanged; the functions defined below are the few that numpy lacks or that need tinynorm's rules
-(every result is an ``ndarray``, never a numpy scalar).
+Ops reach everything here as ``xp.<name>``; :mod:`tinynorm.backends.contract` declares each name, its
+signature and meaning. Most names are numpy's own functions re-exported unchanged; the fused ones are
+Numba kernels imported from ``tinynorm/kernels/cpu/``; the functions defined below are the few that
+numpy lacks or that need tinynorm's rules (every result is an ``ndarray``, never a numpy scalar).
 """
 from __future__ import annotations
 
