@@ -26,7 +26,7 @@ def _cases(dtype, ndim):
         ("scatter", indexing._scatter_kernel,  # positions, sorted keys, order
          (data, I64, shape, shape, INDEX, INDEX, INDEX, I64, data, I64, shape, shape, BOOL)),
         ("take_along", indexing._take_along_kernel,
-         (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape, FLAG, BOOL, BOOL)),
+         (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape)),
         ("fill", strided._fill_kernel, (data, dtype)),
     ]
 

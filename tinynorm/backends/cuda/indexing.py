@@ -307,7 +307,6 @@ def take_along_axis(a: CudaArray, indices: CudaArray, axis: int) -> CudaArray:
     strides = _broadcast_strides(CudaArray(a.storage, others, a.strides, a.offset), shape)
     strides = strides[:axis] + (0,) + strides[axis + 1:]
     out = CudaArray.empty(shape, a.dtype)
-    kernels.take_along(out.storage, a.storage, a.offset, strides, axis, a.shape[axis], a.strides[axis],
-                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape,
-                       "checked")
+    kernels.take_along(out.storage, a.storage, a.offset, strides, a.shape[axis], a.strides[axis],
+                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape)
     return out

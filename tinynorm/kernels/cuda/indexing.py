@@ -181,19 +181,15 @@ def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order)
 
 @jit
 def _take_along_kernel(out, source, offset, strides, axis_stride, axis_size,
-                       indices, indices_offset, indices_strides, shape, bad, wrap, clip):
+                       indices, indices_offset, indices_strides, shape):
     """``out[i] = source[offset + layout offset of i + wrap(index) * axis_stride]``, ``index`` the entry of
-    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``); with
-    ``clip``, the index (wrapped first if ``wrap``) clipped into ``[0, axis_size)`` instead of checked."""
+    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``), clipped into
+    ``[0, axis_size)`` after wrapping so that an unchecked index never reads outside ``source``."""
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         k = indices[strided_offset(i, indices_offset, indices_strides, shape)]
-        if wrap and k < 0:
+        if k < 0:
             k += axis_size
-        if clip:
-            k = min(max(k, 0), axis_size - 1)
-        elif k < 0 or k >= axis_size:
-            bad[0] = 1
-            k = 0
+        k = min(max(k, 0), axis_size - 1)
         out[i] = source[strided_offset(i, offset, strides, shape) + k * axis_stride]
 
 
@@ -350,19 +346,13 @@ def scatter(dest, base: int, shape: tuple, strides: tuple, axis: int, positions,
             accumulate)
 
 
-def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: int, axis_stride: int,
-               indices, indices_offset: int, indices_strides: tuple, shape: tuple, mode: str = "raise") -> None:
+def take_along(out, source, offset: int, strides: tuple, axis_size: int, axis_stride: int,
+               indices, indices_offset: int, indices_strides: tuple, shape: tuple) -> None:
     """numpy's ``take_along_axis`` into the flat ``out`` of ``shape``, both operands as views broadcast to
-    ``shape`` (``strides`` with 0 on ``axis``). ``mode='raise'``: IndexError (after a flag read back) for
-    an index out of range; ``'clip'``/``'checked'``: nothing read back (see :func:`_flag`)."""
-    bad = _flag("take_along", mode)
+    ``shape`` (``strides`` with 0 on the axis), for indices the caller has checked (negative ones count
+    from the end): nothing is read back, so the host does not wait for the GPU."""
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
-            indices, indices_offset, indices_strides, shape, bad, *_MODES[mode])
-    if mode == "raise" and bad.to_numpy()[0]:
-        host = indices.to_numpy()[indices_offset:]
-        byte_strides = tuple(s * host.itemsize for s in indices_strides)
-        selected = np.lib.stride_tricks.as_strided(host, shape, byte_strides).reshape(1, -1)
-        _raise_out_of_range(selected, (axis_size,), (axis,))
+            indices, indices_offset, indices_strides, shape)
 
 
 def count_indices(indices, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
