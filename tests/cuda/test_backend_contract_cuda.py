@@ -34,3 +34,4 @@ def test_each_family_is_the_cuda_module_of_its_name(family):
     a name from the class it is declared in."""
     module = importlib.import_module(f"tinynorm.backends.cuda.{family.__name__.lower()}")
     assert public_names(module) == contract.names(family)
+    assert f"CUDA: ``backends/cuda/{family.__name__.lower()}.py``" in family.__doc__

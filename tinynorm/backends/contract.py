@@ -38,7 +38,7 @@ Axis = int | tuple[int, ...] | None
 
 
 class Creation(Protocol):
-    """New arrays, copies, and moving data between host (numpy) and device."""
+    """New arrays, copies, and moving data between host (numpy) and device. CUDA: ``backends/cuda/creation.py``."""
 
     def zeros(self, shape: Any, dtype: Any = np.float64) -> Array:
         """A new array of ``shape`` filled with 0."""
@@ -81,7 +81,8 @@ class Creation(Protocol):
 
 
 class Elementwise(Protocol):
-    """numpy's elementwise functions (broadcasting, NEP 50 dtypes); those with ``out=`` serve in-place ops."""
+    """numpy's elementwise functions (broadcasting, NEP 50 dtypes); those with ``out=`` serve in-place ops.
+    CUDA: ``backends/cuda/elementwise.py``."""
 
     def add(self, a: Any, b: Any, /, out: Array | None = None) -> Array:
         """``a + b``."""
@@ -176,7 +177,7 @@ class Elementwise(Protocol):
 
 class Math(Protocol):
     """More of numpy's elementwise functions (no ``out=``): trigonometric, hyperbolic, rounding, tests,
-    division, bitwise."""
+    division, bitwise. CUDA: ``backends/cuda/math.py``."""
 
     def sin(self, x: Any, /) -> Array:
         """The sine (radians)."""
@@ -273,7 +274,8 @@ class Math(Protocol):
 
 
 class Reductions(Protocol):
-    """Reductions over ``axis`` (None: all), returning arrays (0-d for a full reduction)."""
+    """Reductions over ``axis`` (None: all), returning arrays (0-d for a full reduction).
+    CUDA: ``backends/cuda/reductions.py``."""
 
     def sum(self, a: Array, axis: Axis = None, keepdims: bool = False) -> Array:
         """The sum over ``axis``."""
@@ -299,7 +301,8 @@ class Reductions(Protocol):
 
 
 class Scan(Protocol):
-    """Cumulative sums and products, and the product reduction built on the same kernels."""
+    """Cumulative sums and products, and the product reduction built on the same kernels.
+    CUDA: ``backends/cuda/scan.py``."""
 
     def cumsum(self, a: Array, axis: int | None = None, dtype: Any = None) -> Array:
         """The running sum along ``axis`` (of the flattened array when None)."""
@@ -312,7 +315,7 @@ class Scan(Protocol):
 
 
 class Shape(Protocol):
-    """Shapes, views and memory layout."""
+    """Shapes, views and memory layout. CUDA: ``backends/cuda/shape.py``."""
 
     def reshape(self, a: Array, shape: Any) -> Array:
         """``a`` in ``shape`` (a view when the strides allow, else a copy)."""
@@ -363,7 +366,8 @@ class Shape(Protocol):
 class Indexing(Protocol):
     """Gathers and scatters by integer index. Index arrays follow numpy (negative entries count from the
     end); ``index_add`` and ``take_along_axis`` receive indices the op has already checked, so a
-    backend need not check them again (on CUDA, checking makes the host wait for the GPU)."""
+    backend need not check them again (on CUDA, checking makes the host wait for the GPU).
+    CUDA: ``backends/cuda/indexing.py``."""
 
     def take(self, a: Array, indices: Any, axis: int | None = None, mode: str = "raise") -> Array:
         """Entries of ``a`` at ``indices`` along ``axis`` (flattened when None); ``mode='clip'`` clips
@@ -382,7 +386,7 @@ class Indexing(Protocol):
 
 
 class Sorting(Protocol):
-    """Sorting and the selections built on it."""
+    """Sorting and the selections built on it. CUDA: ``backends/cuda/sorting.py``."""
 
     def argsort(self, a: Array, axis: int = -1) -> Array:
         """The int64 indices that sort ``a`` along ``axis``, stably (NaN last)."""
@@ -397,7 +401,7 @@ class Sorting(Protocol):
 
 
 class Linalg(Protocol):
-    """Matrix products."""
+    """Matrix products. CUDA: ``backends/cuda/linalg.py``."""
 
     def matmul(self, a: Array, b: Array, /) -> Array:
         """numpy's ``a @ b`` (batched over leading dims, broadcast)."""
@@ -408,7 +412,8 @@ class Linalg(Protocol):
 
 class Conv(Protocol):
     """Convolution and pooling of (N, C, H, W) arrays. The CPU kernels also take ``dilation``,
-    ``groups`` and ``padding_mode``, and ``padding`` as four sides; ops pass them only there."""
+    ``groups`` and ``padding_mode``, and ``padding`` as four sides; ops pass them only there.
+    CUDA: ``backends/cuda/conv.py``."""
 
     def conv2d_forward(self, x: Array, weight: Array, bias: Array | None = None, stride: Any = 1,
                        padding: Any = 0) -> tuple[Array, Any]:
@@ -436,7 +441,8 @@ class Conv(Protocol):
 
 class Normalization(Protocol):
     """The fused normalization kernels (formulas in :mod:`tinynorm.kernels.reference`). Forward passes
-    return the output and the statistics the backward pass reuses; ``out=`` writes the output in place."""
+    return the output and the statistics the backward pass reuses; ``out=`` writes the output in place.
+    CUDA: ``backends/cuda/normalization.py``."""
 
     HALF_NORM_KERNELS: bool
     """Whether the norm kernels take float16 data (when False, ops convert it to float32 for them)."""
@@ -491,7 +497,8 @@ class Normalization(Protocol):
 
 
 class Softmax(Protocol):
-    """Softmax over the last dim of a 2-D array, and its backward from the output."""
+    """Softmax over the last dim of a 2-D array, and its backward from the output.
+    CUDA: ``backends/cuda/softmax.py``."""
 
     def softmax_forward(self, x: Array) -> Array:
         """``exp(x - max) / sum``, row by row."""
@@ -507,7 +514,7 @@ class Softmax(Protocol):
 
 
 class Losses(Protocol):
-    """Fused losses."""
+    """Fused losses. CUDA: ``backends/cuda/losses.py``."""
 
     def cross_entropy_forward(self, logits: Array, target: Array, ignore_index: int = -100,
                               label_smoothing: float = 0.0) -> tuple[Array, Array]:
@@ -520,7 +527,7 @@ class Losses(Protocol):
 
 class Optim(Protocol):
     """Optimizer steps over lists of parameters, updated in place (PyTorch's rules; see the docstrings
-    in :mod:`tinynorm.backends.cpu`)."""
+    in :mod:`tinynorm.backends.cpu`). CUDA: ``backends/cuda/optim.py``."""
 
     def sgd_update(self, params: Sequence[Array], grads: Sequence[Array], momentum_buffers: Sequence[Array] | None,
                    *, lr: float, momentum: float, dampening: float, weight_decay: float, nesterov: bool,
@@ -536,7 +543,7 @@ class Optim(Protocol):
 
 
 class Random(Protocol):
-    """Random numbers from tinynorm's generators."""
+    """Random numbers from tinynorm's generators. CUDA: ``backends/cuda/random.py``."""
 
     def random_uniform(self, generator: np.random.Generator, shape: Dims, dtype: Any) -> Array:
         """Uniform numbers in ``[0, 1)`` of ``shape`` and ``dtype``, drawn from the numpy ``generator``
@@ -545,7 +552,8 @@ class Random(Protocol):
 
 class Backend(Creation, Elementwise, Math, Reductions, Scan, Shape, Indexing, Sorting, Linalg, Conv, Normalization,
               Softmax, Losses, Optim, Random, Protocol):
-    """Everything an op may call on a device's backend."""
+    """Everything an op may call on a device's backend: on the CPU all in ``backends/cpu.py``, on CUDA in
+    the module each family names."""
 
     name: str
     """The device name (``'cpu'``, ``'cuda'``)."""
