@@ -57,7 +57,6 @@ def _used_names() -> tuple[set[str], list[str]]:
         if path.relative_to(PACKAGE).parts[0] in ("backends", "kernels"):
             continue
         tree = ast.parse(path.read_text(), str(path))
-        owner = _function_names(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and _is_backend(node.value):
                 used.add(node.attr)
@@ -69,7 +68,7 @@ def _used_names() -> tuple[set[str], list[str]]:
                 if callee == "getattr" and node.args and _is_backend(node.args[0]):
                     names = _strings(node.args[1])
                     used |= names
-                    if not names and owner.get(node) not in DISPATCHERS:
+                    if not names and _function_names(tree).get(node) not in DISPATCHERS:
                         unknown.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     return used, unknown
 
