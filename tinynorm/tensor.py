@@ -25,6 +25,7 @@ import numpy as np
 
 from . import dtypes, printing
 from .backends import canonical_device, get_backend
+from .backends.contract import Backend
 from .devices import CPU, default_device_name, device, tensor_device
 from .size import Size, as_size
 
@@ -103,7 +104,7 @@ class Tensor:
 
     # ----------------------------------------------------------------------------- attributes
     @property
-    def _backend(self) -> Any:
+    def _backend(self) -> Backend:
         return get_backend(self.device)
 
     @property

@@ -56,7 +56,7 @@ def variants():
         ("count", index_kernels._count_kernel, (array_type(BOOL, 1), index)),
         ("nonzero", index_kernels._nonzero_kernel, (array_type(BOOL, 1), index, tuple_type(2), array_type(I64, 2))),
         ("positions", index_kernels._positions_kernel,
-         (array_type(I64, 2), tuple_type(2), tuple_type(2), index, index, indexing.FLAG, BOOL)),
+         (array_type(I64, 2), tuple_type(2), tuple_type(2), index, index, indexing.FLAG, BOOL, BOOL)),
         ("iota", index_kernels._iota_kernel, (index,)),
         ("digit count", index_kernels._digit_count_kernel, (index, I64, index)),
         ("exclusive scan", index_kernels._exclusive_scan_kernel, (index,)),

@@ -213,6 +213,7 @@ INDEXING = {
     "index_tensor": lambda x: x[tinynorm.tensor([[0, 1], [1, 1]], device=x.device)],
     "two_arrays": lambda x: x[tinynorm.tensor([0, 1, 1], device=x.device), tinynorm.tensor([2, 0, 2], device=x.device)],
     "array_after_slice": lambda x: x[:, [2, 0, 2]],
+    "negative_arrays": lambda x: x[[-1, 0], :, [-4, 3]],  # negative entries count from the end, gradient too
     "bool_mask": lambda x: x[x > 0],
 }
 

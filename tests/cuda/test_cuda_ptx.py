@@ -256,7 +256,7 @@ def _family_launch_cases():
         ("channel sums", conv._channel_sums_kernel(F32), (P3, P1)),
         ("max pool", pool._max_pool_kernel, (a4, a4, index4, *geometry, F32)),
         ("max pool backward", pool._max_pool_backward_kernel, (a4, index4, a4, F32, i64)),
-        ("index positions", indexing._positions_kernel, (_array(I64, 2), t2, t2, i64, i64, _array(I32, 1), BOOL)),
+        ("index positions", indexing._positions_kernel, (_array(I64, 2), t2, t2, i64, i64, _array(I32, 1), BOOL, BOOL)),
         ("scatter", indexing._scatter_kernel, (P1, I64, t2, t2, i64, i64, i64, I64, P1, I64, t3, t3, BOOL)),
         ("nonzero", indexing._nonzero_kernel, (mask, i64, t3, _array(I64, 2))),
         ("exclusive scan", indexing._exclusive_scan_kernel, (i64,)),

@@ -26,7 +26,7 @@ def _cases(dtype, ndim):
         ("scatter", indexing._scatter_kernel,  # positions, sorted keys, order
          (data, I64, shape, shape, INDEX, INDEX, INDEX, I64, data, I64, shape, shape, BOOL)),
         ("take_along", indexing._take_along_kernel,
-         (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape, FLAG, BOOL)),
+         (data, data, I64, shape, I64, I64, INDEX, I64, shape, shape)),
         ("fill", strided._fill_kernel, (data, dtype)),
     ]
 
@@ -54,7 +54,7 @@ def test_nonzero_kernels_compile(compile_ptx, ndim):
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_positions_kernel_compiles(compile_ptx, count):
-    signature = (array_type(I64, 2), tuple_type(count), tuple_type(count), INDEX, INDEX, FLAG, BOOL)
+    signature = (array_type(I64, 2), tuple_type(count), tuple_type(count), INDEX, INDEX, FLAG, BOOL, BOOL)
     ptx = compile_ptx(indexing._positions_kernel, signature)
     assert ".entry" in ptx and not F64.findall(ptx)
 

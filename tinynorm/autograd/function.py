@@ -34,6 +34,7 @@ import weakref
 from typing import Any, Callable
 
 from ..backends import get_backend
+from ..backends.contract import Backend
 from ..tensor import Tensor, VersionCounter
 from .grad_mode import _state as _grad_mode
 
@@ -110,12 +111,12 @@ class Context(Node):
     __slots__ = ("function", "xp", "device", "needs_input_grad", "input_meta", "output_shape", "released", "_saved",
                  "saved_versions", "saved_at", "__dict__")
 
-    def __init__(self, function: type["Function"], xp: Any, device: str, needs_input_grad: tuple[bool, ...]) -> None:
+    def __init__(self, function: type["Function"], xp: Backend, device: str, needs_input_grad: tuple[bool, ...]) -> None:
         # Node's fields, set here rather than through super().__init__(): this runs once per op.
         self.hooks = ()
         self.next_nodes = ()
         self.function = function
-        self.xp = xp  # the backend module of the device the op runs on (its inputs' device)
+        self.xp: Backend = xp  # the backend of the device the op runs on (its inputs' device)
         self.device = device  # the output's device; only a device move (ToDevice.forward) changes it
         self.needs_input_grad = needs_input_grad
         self.input_meta: tuple[tuple[tuple[int, ...], Any] | None, ...] = ()

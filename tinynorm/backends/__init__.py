@@ -1,9 +1,12 @@
 """Array operations, one module per device.
 
 Every op in ``tinynorm.ops`` asks for the backend of its inputs' device (``ctx.xp``) and calls array
-functions on it by name: ``xp.exp(a)``, ``xp.matmul(a, b)``, ``xp.layer_norm_forward(...)``. The CPU
-backend is numpy plus tinynorm's Numba kernels; a CUDA backend provides the same names for device
-arrays. Ops never import numpy or CUDA themselves, which is what lets a new device plug in.
+functions on it by name: ``xp.exp(a)``, ``xp.matmul(a, b)``, ``xp.layer_norm_forward(...)``. Those names,
+their signatures and meanings are declared once, in :mod:`tinynorm.backends.contract` (the
+:class:`~tinynorm.backends.contract.Backend` protocol), which also says where each backend implements
+them: the CPU backend (:mod:`.cpu`) is numpy plus tinynorm's Numba kernels, the CUDA backend
+(:mod:`.cuda`) one module per family for device arrays. Ops never import numpy or CUDA themselves, which
+is what lets a new device plug in.
 
 ``mps`` and ``cudnn`` are PyTorch's ``torch.backends.mps``/``torch.backends.cudnn`` for scripts that
 ask about them: tinynorm has neither (see their docstrings).
@@ -12,9 +15,11 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+
+from .contract import Backend
 
 _MODULES = {"cpu": "tinynorm.backends.cpu", "cuda": "tinynorm.backends.cuda"}
 _loaded: dict[str, ModuleType] = {}
@@ -28,8 +33,8 @@ def canonical_device(device: object) -> str:
     return name
 
 
-def get_backend(device: str) -> ModuleType:
-    """The backend module for ``device`` (imported on first use)."""
+def get_backend(device: str) -> Backend:
+    """The backend module for ``device`` (imported on first use), which provides :class:`Backend`."""
     backend = _loaded.get(device)
     if backend is None:
         try:
@@ -37,7 +42,7 @@ def get_backend(device: str) -> ModuleType:
         except ImportError as error:
             raise RuntimeError(f"device {device!r} is not available: {error}") from error
         _loaded[device] = backend
-    return backend
+    return cast(Backend, backend)
 
 
 def is_basic_index(index: Any) -> bool:
@@ -46,6 +51,13 @@ def is_basic_index(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, slice)
                or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))) for i in items)
+
+
+def indices_out_of_range(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> np.ndarray:
+    """True where an entry of the host array ``indices`` is outside ``[0, upper)`` and is not
+    ``ignore_index``: what an op reports, on a host copy, once a backend's ``count_indices`` found some."""
+    outside = (indices < 0) | (indices >= upper)
+    return outside if ignore_index is None else outside & (indices != ignore_index)
 
 
 from . import cudnn, mps  # noqa: E402  (PyTorch's torch.backends.* names)

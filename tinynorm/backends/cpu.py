@@ -1,8 +1,9 @@
 """The CPU backend: numpy for general array math, tinynorm's Numba kernels for the fused ones.
 
-Ops reach everything here as ``xp.<name>``. Most names are numpy's own functions re-exported
-unchanged; the functions defined below are the few that numpy lacks or that need tinynorm's rules
-(every result is an ``ndarray``, never a numpy scalar).
+Ops reach everything here as ``xp.<name>``; :mod:`tinynorm.backends.contract` declares each name, its
+signature and meaning. Most names are numpy's own functions re-exported unchanged; the fused ones are
+Numba kernels imported from ``tinynorm/kernels/cpu/``; the functions defined below are the few that
+numpy lacks or that need tinynorm's rules (every result is an ``ndarray``, never a numpy scalar).
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     cumprod,
     cumsum,
     empty,
-    empty_like,
     equal,
     exp,
     exp2,
@@ -73,7 +73,6 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     not_equal,
     ones,
     ones_like,
-    pi,
     power,
     remainder,
     rint,
@@ -124,7 +123,7 @@ from ..kernels.cpu.softmax import (  # noqa: F401  (over the last axis)
     softmax_backward,
     softmax_forward,
 )
-from . import is_basic_index
+from . import indices_out_of_range, is_basic_index
 
 name = "cpu"
 # The CPU norm kernels have no float16 version: ops convert float16 data to float32 for them.
@@ -247,17 +246,9 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None) ->
     return out.reshape(*x.shape[:-1], weight.shape[0])
 
 
-def take_along_axis(arr: np.ndarray, indices: np.ndarray, axis: int, checked: bool = False) -> np.ndarray:
-    """numpy's ``take_along_axis``; ``checked`` (indices known to be in range) matters only on the CUDA
-    device, where checking them makes the host wait for the GPU."""
-    return np.take_along_axis(arr, indices, axis)
-
-
-def indices_out_of_range(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> np.ndarray:
-    """True where an entry of ``indices`` is outside ``[0, upper)`` and is not ``ignore_index`` (also
-    used on a host copy of device indices, to report the offending values)."""
-    outside = (indices < 0) | (indices >= upper)
-    return outside if ignore_index is None else outside & (indices != ignore_index)
+def take_along_axis(a: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """numpy's ``take_along_axis``, for indices the op has checked (numpy checks them again, for free)."""
+    return np.take_along_axis(a, indices, axis)
 
 
 def count_indices(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
@@ -267,13 +258,9 @@ def count_indices(indices: np.ndarray, upper: int, ignore_index: int | None = No
     return int(np.count_nonzero(indices_out_of_range(indices, upper, ignore_index))), ignored
 
 
-def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray, checked: bool = False) -> np.ndarray:
-    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up).
-
-    The adjoint of ``x[index]``: the gradient of an indexing op. ``checked`` (indices known to be in
-    range) matters only on the CUDA device, where checking them makes the host wait for the GPU; numpy
-    checks for free.
-    """
+def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up), for an index the
+    op has checked. The adjoint of ``x[index]``: the gradient of an indexing op."""
     out = np.zeros(shape, dtype=values.dtype)
     if is_basic_index(index):
         out[index] = values  # slices and ints never select an element twice

@@ -59,7 +59,7 @@ class Col2Im(Function):
     def forward(ctx: Context, blocks: Any, index: Any, plane: int) -> Any:
         ctx.index = index
         n, c = blocks.shape[:2]
-        return ctx.xp.index_add((n, c, plane), (slice(None), slice(None), index), blocks, checked=True)
+        return ctx.xp.index_add((n, c, plane), (slice(None), slice(None), index), blocks)
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> tuple:

@@ -144,7 +144,7 @@ class NllLoss(Function):
         n = logp.shape[0]
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1, checked=True).reshape(n)
+        picked = xp.take_along_axis(logp, safe_target.reshape(n, 1), axis=1).reshape(n)
         if weight is None:
             row_weight, divisor = valid.astype(logp.dtype), _mean_divisor(kept)
         else:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from .. import dtypes
 from .._checks import check_tensor, type_name
 from ..autograd.function import Context, Function
-from ..backends import get_backend, is_basic_index
+from ..backends import get_backend, indices_out_of_range, is_basic_index
 from ..tensor import Tensor, on_device, tensor
 from .dims import normalize_dim, normalize_dims
 
@@ -145,7 +145,7 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         # The forward read x[index], so every index is in range: no need to check (and on CUDA wait) again.
-        return ctx.xp.index_add(ctx.shape, ctx.index, grad, checked=True)
+        return ctx.xp.index_add(ctx.shape, ctx.index, grad)
 
 
 class Select(GetItem):
@@ -195,7 +195,7 @@ class TakeRows(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
-        return ctx.xp.index_add(ctx.shape, ctx.indices, grad, checked=True), None
+        return ctx.xp.index_add(ctx.shape, ctx.indices, grad), None
 
 
 class Cat(Function):
@@ -486,7 +486,7 @@ def check_indices(xp: Any, indices: Any, upper: int, op: str, name: str = "indic
     outside, ignored = xp.count_indices(indices, upper, ignore_index)
     if outside:
         values = xp.to_numpy(indices)
-        bad = get_backend("cpu").indices_out_of_range(values, upper, ignore_index)
+        bad = indices_out_of_range(values, upper, ignore_index)
         raise IndexError(
             f"{op}: {name} must be in [0, {upper - 1}]"
             + ("" if ignore_index is None else f" (or {ignore_index}, ignored)")

@@ -1,7 +1,8 @@
-"""The CUDA backend: the names of :mod:`tinynorm.backends.cpu`, for :class:`CudaArray` device arrays.
+"""The CUDA backend: the names of :mod:`tinynorm.backends.contract`, for :class:`CudaArray` device arrays.
 
-Each family lives in its own module and lists its names in ``__all__``; this package gathers them
-into the one namespace ops see as ``ctx.xp``, and lists them all in its own ``__all__``. Importing it
+Each family of the contract lives in the module of its name (``contract.Normalization`` in
+``normalization.py``) and lists its names in ``__all__``; this package gathers them into the one
+namespace ops see as ``ctx.xp``, and lists them all in its own ``__all__``. Importing it
 imports ``numba.cuda`` (``import tinynorm`` never does: the backend is loaded on first use of
 ``device='cuda'``).
 """

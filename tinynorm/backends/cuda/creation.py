@@ -17,11 +17,10 @@ from ...kernels.cuda import elementwise as kernels
 from .array import CudaArray
 from .shape import as_shape
 
-__all__ = ["arange", "as_array", "asarray", "copy", "empty", "empty_like", "finfo", "from_numpy", "full", "ones",
-           "ones_like", "pi", "to_numpy", "zeros", "zeros_like"]
+__all__ = ["arange", "as_array", "asarray", "copy", "empty", "finfo", "from_numpy", "full", "ones", "ones_like",
+           "to_numpy", "zeros", "zeros_like"]
 
 finfo = np.finfo
-pi = np.pi
 
 
 def fill(out: CudaArray, value: Any) -> CudaArray:
@@ -53,10 +52,6 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> CudaArray:
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
     return fill(empty(shape, dtype), fill_value)
-
-
-def empty_like(a: CudaArray, dtype: Any = None) -> CudaArray:
-    return empty(a.shape, a.dtype if dtype is None else dtype)
 
 
 def zeros_like(a: CudaArray, dtype: Any = None) -> CudaArray:

@@ -27,7 +27,7 @@ from ...kernels.cuda.strided import copy_strided, fill, zeros
 from .. import is_basic_index
 from .array import CudaArray, check_array
 
-__all__ = ["count_indices", "getitem", "index_add", "setitem", "take", "take_along_axis"]
+__all__ = ["count_indices", "index_add", "take", "take_along_axis"]  # getitem/setitem serve CudaArray[...]
 
 Shape = tuple[int, ...]
 
@@ -130,7 +130,7 @@ def _positions(arrays: list[tuple[CudaArray, int, int, int]], mode: str) -> tupl
 
 def _resolve(a: CudaArray, index: Any, mode: str = "raise") -> _Layout:
     """Resolve ``index`` against ``a``'s layout (numpy's rules; see the module docstring). Index
-    arrays are checked (``mode='raise'``) or clipped into range (``'clip'``)."""
+    arrays are checked (``mode='raise'``), clipped into range (``'clip'``) or trusted (``'checked'``)."""
     items = [_classify(item) for item in (index if isinstance(index, tuple) else (index,))]
     used = sum(_dims_used(item) for item in items)
     if used > a.ndim:
@@ -254,19 +254,19 @@ def _copy(a: CudaArray) -> CudaArray:
     return out
 
 
-def index_add(shape: Shape, index: Any, values: CudaArray, checked: bool = False) -> CudaArray:
+def index_add(shape: Shape, index: Any, values: CudaArray) -> CudaArray:
     """Zeros of ``shape`` (``values``' dtype) with ``values`` added at ``index``; repeated indices add up,
     in index order (deterministic). The adjoint of ``x[index]``: the gradient of an indexing op.
 
-    ``checked=True`` promises that every index is in range (it already read an array of ``shape``, in
-    the forward pass): the range check, and its wait for the GPU, are skipped.
+    The op has checked the index (it read an array of ``shape`` in the forward pass), so it is not
+    checked again (``mode='checked'``): nothing is read back, the host never waits for the GPU.
     """
     out = CudaArray.empty(shape, check_array("index_add: values", values).dtype)
     fill(out.storage, 0)
     if is_basic_index(index):  # ints and slices never select an element twice: a strided copy will do
         out[index] = values
         return out
-    layout = _resolve(out, index, "clip" if checked else "raise")
+    layout = _resolve(out, index, "checked")
     _scatter(out, layout, _as_values(values, layout.result_shape, values.dtype), accumulate=True)
     return out
 
@@ -279,12 +279,12 @@ def count_indices(indices: CudaArray, upper: int, ignore_index: int | None = Non
     return kernels.count_indices(indices.contiguous().subarray(0, indices.size), upper, ignore_index)
 
 
-def take_along_axis(a: CudaArray, indices: CudaArray, axis: int, checked: bool = False) -> CudaArray:
+def take_along_axis(a: CudaArray, indices: CudaArray, axis: int) -> CudaArray:
     """numpy's ``take_along_axis``: ``out[..., i, ...] = a[..., indices[..., i, ...], ...]`` along ``axis``.
 
-    ``indices`` (integers, ``a.ndim`` dims) broadcasts against ``a`` in the other dims; negative
-    entries count from the end, out of range ones raise IndexError. ``checked=True`` promises they are
-    all in range (the caller checked them): no check, and no wait for the GPU.
+    ``indices`` (integers, ``a.ndim`` dims) broadcasts against ``a`` in the other dims; negative entries
+    count from the end. The op has checked them, so they are not checked again (``mode='checked'``):
+    nothing is read back, the host never waits for the GPU.
     """
     if not isinstance(a, CudaArray) or not isinstance(indices, CudaArray):
         raise TypeError(f"take_along_axis: a and indices must be CudaArrays, got "
@@ -307,7 +307,6 @@ def take_along_axis(a: CudaArray, indices: CudaArray, axis: int, checked: bool =
     strides = _broadcast_strides(CudaArray(a.storage, others, a.strides, a.offset), shape)
     strides = strides[:axis] + (0,) + strides[axis + 1:]
     out = CudaArray.empty(shape, a.dtype)
-    kernels.take_along(out.storage, a.storage, a.offset, strides, axis, a.shape[axis], a.strides[axis],
-                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape,
-                       "clip" if checked else "raise")
+    kernels.take_along(out.storage, a.storage, a.offset, strides, a.shape[axis], a.strides[axis],
+                       indices.storage, indices.offset, _broadcast_strides(indices, shape), shape)
     return out

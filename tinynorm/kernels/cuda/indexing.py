@@ -35,20 +35,20 @@ SORT_TILE = THREADS  # most entries per block in a sort pass (one per thread)
 
 
 @jit
-def _positions_kernel(indices, sizes, strides, positions, keys, bad, clip):
+def _positions_kernel(indices, sizes, strides, positions, keys, bad, wrap, clip):
     """``positions[j] = sum_k wrap(indices[k, j]) * strides[k]``, ``keys[j]`` the C-order rank of the
     wrapped index tuple in ``sizes``; ``bad[0] = 1`` if an index is out of range. With ``clip``, each
-    index is clipped into ``[0, size)`` instead (numpy's ``mode='clip'``: negatives become 0)."""
+    index (wrapped first if ``wrap``) is clipped into ``[0, size)`` instead (see :func:`_flag`)."""
     for j in range(cuda.grid(1), indices.shape[1], cuda.gridsize(1)):
         position = 0
         key = 0
         for k in range(indices.shape[0]):
             i = indices[k, j]
+            if wrap and i < 0:
+                i += sizes[k]
             if clip:
                 i = min(max(i, 0), sizes[k] - 1)
-            elif i < 0:
-                i += sizes[k]
-            if i < 0 or i >= sizes[k]:
+            elif i < 0 or i >= sizes[k]:
                 bad[0] = 1  # every offender stores the same value: no race on the result
                 i = 0
             position += i * strides[k]
@@ -181,19 +181,15 @@ def _radix_scatter_kernel(keys, order, shift, starts, sorted_keys, sorted_order)
 
 @jit
 def _take_along_kernel(out, source, offset, strides, axis_stride, axis_size,
-                       indices, indices_offset, indices_strides, shape, bad, clip):
+                       indices, indices_offset, indices_strides, shape):
     """``out[i] = source[offset + layout offset of i + wrap(index) * axis_stride]``, ``index`` the entry of
-    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``); with
-    ``clip``, the index clipped into ``[0, axis_size)`` instead of wrapped and checked."""
+    ``indices`` at i (``strides`` has 0 on the axis; both views are broadcast to ``shape``), clipped into
+    ``[0, axis_size)`` after wrapping so that an unchecked index never reads outside ``source``."""
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         k = indices[strided_offset(i, indices_offset, indices_strides, shape)]
-        if clip:
-            k = min(max(k, 0), axis_size - 1)
-        elif k < 0:
+        if k < 0:
             k += axis_size
-        if k < 0 or k >= axis_size:
-            bad[0] = 1
-            k = 0
+        k = min(max(k, 0), axis_size - 1)
         out[i] = source[strided_offset(i, offset, strides, shape) + k * axis_stride]
 
 
@@ -263,11 +259,18 @@ def _raise_out_of_range(indices: np.ndarray, sizes: tuple, axes: tuple) -> None:
             raise IndexError(f"index {wrong[0]} is out of bounds for axis {axis} with size {size}")
 
 
+_MODES = {"raise": (True, False), "clip": (False, True), "checked": (True, True)}  # (wrap, clip) flags
+
+
 def _flag(op: str, mode: str):
-    """The out-of-range flag for an index kernel in ``mode``: read back after ``'raise'``, unread after
-    ``'clip'`` (whose indices were checked before)."""
-    if mode not in ("raise", "clip"):
-        raise ValueError(f"{op}: mode must be 'raise' or 'clip', got {mode!r}")
+    """The out-of-range flag for an index kernel in ``mode``, read back only after ``'raise'``.
+
+    ``'raise'``: negative indices count from the end, out of range ones raise IndexError. ``'clip'``
+    (numpy's): each index is clipped into range, negatives become 0. ``'checked'``: for indices the
+    caller has checked, as ``'raise'`` without the check (an index still out of range is clipped, so
+    nothing is ever written outside the array) and without the wait for the GPU."""
+    if mode not in _MODES:
+        raise ValueError(f"{op}: mode must be 'raise', 'clip' or 'checked', got {mode!r}")
     return error_flag(np.int32, read=mode == "raise")
 
 
@@ -279,13 +282,12 @@ def flat_positions(indices, sizes: tuple, strides: tuple, axes: tuple, mode: str
     ``indices[k]`` indexes an axis of length ``sizes[k]`` (numbered ``axes[k]`` in error messages).
     ``mode='raise'``: negative indices count from the end, and an index out of range raises IndexError,
     which costs one value read back from the device (a flag; the indices themselves only when it is
-    set), so the host waits for the GPU. ``mode='clip'`` clips each index into range and reads nothing
-    back: for indices the caller has checked already.
+    set), so the host waits for the GPU. ``'clip'`` and ``'checked'`` read nothing back (see :func:`_flag`).
     """
     bad = _flag("flat_positions", mode)
     positions = empty(indices.shape[1], INDEX_DTYPE)
     keys = empty(indices.shape[1], INDEX_DTYPE)
-    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, mode == "clip")
+    _launch(_positions_kernel, indices.shape[1], indices, sizes, strides, positions, keys, bad, *_MODES[mode])
     if mode == "raise" and bad.to_numpy()[0]:
         _raise_out_of_range(indices.to_numpy(), sizes, axes)
     return positions, keys
@@ -344,19 +346,13 @@ def scatter(dest, base: int, shape: tuple, strides: tuple, axis: int, positions,
             accumulate)
 
 
-def take_along(out, source, offset: int, strides: tuple, axis: int, axis_size: int, axis_stride: int,
-               indices, indices_offset: int, indices_strides: tuple, shape: tuple, mode: str = "raise") -> None:
+def take_along(out, source, offset: int, strides: tuple, axis_size: int, axis_stride: int,
+               indices, indices_offset: int, indices_strides: tuple, shape: tuple) -> None:
     """numpy's ``take_along_axis`` into the flat ``out`` of ``shape``, both operands as views broadcast to
-    ``shape`` (``strides`` with 0 on ``axis``). ``mode='raise'``: IndexError (after a flag read back) for
-    an index out of range; ``'clip'``: indices clipped into range, nothing read back (checked indices)."""
-    bad = _flag("take_along", mode)
+    ``shape`` (``strides`` with 0 on the axis), for indices the caller has checked (negative ones count
+    from the end): nothing is read back, so the host does not wait for the GPU."""
     _launch(_take_along_kernel, out.size, out, source, offset, strides, axis_stride, axis_size,
-            indices, indices_offset, indices_strides, shape, bad, mode == "clip")
-    if mode == "raise" and bad.to_numpy()[0]:
-        host = indices.to_numpy()[indices_offset:]
-        byte_strides = tuple(s * host.itemsize for s in indices_strides)
-        selected = np.lib.stride_tricks.as_strided(host, shape, byte_strides).reshape(1, -1)
-        _raise_out_of_range(selected, (axis_size,), (axis,))
+            indices, indices_offset, indices_strides, shape)
 
 
 def count_indices(indices, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
