@@ -1,9 +1,12 @@
 """Helpers shared by the CUDA kernel wrappers: argument checks, new arrays and grid sizes.
 
-The wrappers take and return :class:`~tinynorm.backends.cuda.array.CudaArray` and check everything
+The wrappers take and return :class:`~tinynorm.backends.cuda.array.CudaArray` and check their arrays
 before launching, so a bad argument gives the same clear ``TypeError``/``ValueError`` as the CPU
 wrappers instead of a Numba typing error. As on the CPU, an input that is not C-contiguous is copied
-(``contiguous()``); an ``out`` array must be C-contiguous, since the kernel writes into it.
+(``contiguous()``); an array written in place (``out``, running statistics) must be C-contiguous.
+The CUDA backend's names are these wrappers themselves, so an array is checked once on its way from
+an op to a kernel; why the wrappers check at all (they are public, and a GPU kernel given mismatched
+shapes reads and writes out of bounds) is in :mod:`tinynorm.kernels.cpu._shared`.
 
 Data (``x``, ``dy``, outputs) of the norms is float16 or float32; everything computed from it
 (statistics, affine parameters, their gradients) is float32, and all arithmetic is float32.
