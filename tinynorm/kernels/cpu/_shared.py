@@ -28,7 +28,6 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..._checks import check_eps  # noqa: F401  (the kernels' eps check, shared with the CUDA wrappers)
 from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -19,7 +19,6 @@ import numpy as np
 from ...backends.cuda.runtime.compiler import cuda
 
 from ...backends.cuda.array import CudaArray
-from ..cpu._shared import check_eps as _check_eps
 
 DATA_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 PARAM_DTYPE = np.dtype(np.float32)
@@ -84,11 +83,6 @@ def check_stat(name: str, array: object, shape: tuple[int, ...]) -> CudaArray:
     if array is None:
         raise TypeError(f"{name} must be a float32 array of shape {shape}, got None")
     return check_param(name, array, shape)
-
-
-def check_eps(eps: float) -> np.float32:
-    """``eps`` as a float32 scalar: a Python float would make the kernels compute in float64."""
-    return _check_eps(eps, PARAM_DTYPE)
 
 
 def output(out: object | None, shape: tuple[int, ...], dtype: np.dtype) -> CudaArray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from ..._checks import check_eps
 from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ..cpu.batch_norm import check_count
@@ -23,7 +24,6 @@ from ._shared import (
     PARAM_DTYPE,
     check_array,
     check_contiguous,
-    check_eps,
     check_input,
     check_like,
     check_param,
@@ -305,7 +305,7 @@ def batch_norm_rstd(var, eps: float):
     var = check_stat("var", var, var.shape)
     rstd = empty(var.size, PARAM_DTYPE)
     if var.size:
-        launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps), rstd))
+        launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps, PARAM_DTYPE), rstd))
     return rstd
 
 
