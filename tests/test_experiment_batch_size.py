@@ -128,8 +128,6 @@ def test_clone_without_buffers_keeps_weights_and_resets_running_statistics():
 
 
 def test_bad_arguments_are_rejected_before_any_training(tmp_path):
-    with pytest.raises(ValueError, match="device"):
-        exp.run(tmp_path, device="cuda")
     with pytest.raises(TypeError, match="seeds"):
         exp.run(tmp_path, seeds=[])
     with pytest.raises(ValueError, match="model kind"):

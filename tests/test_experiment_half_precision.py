@@ -82,8 +82,3 @@ def test_checks_follow_the_measurements():
     assert [c["passed"] for c in exp.make_checks(analysis(0.005, 0.01, False))] == [False, False, True, True]
     failed = analysis(0.1, 0.01, True) | {"cuda_simulator": {"error": "no numba-cuda"}}
     assert exp.make_checks(failed)[3]["passed"] is False
-
-
-def test_only_the_cpu_device_is_accepted():
-    with pytest.raises(ValueError, match="runs in the simulator on its own"):
-        exp.run("unused", quick=True, device="cuda")

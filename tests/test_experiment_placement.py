@@ -188,11 +188,6 @@ def test_single_threaded_restores_the_thread_count():
     assert numba.get_num_threads() == before
 
 
-def test_only_cpu_is_supported(tmp_path):
-    with pytest.raises(ValueError, match="device='cuda'"):
-        exp.run(tmp_path, quick=True, device="cuda")
-
-
 # ------------------------------------------------------------------------------------------ the phenomenon
 
 

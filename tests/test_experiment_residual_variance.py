@@ -74,6 +74,6 @@ def test_formula_error_is_the_relative_cross_term():
     assert exp.spread_by_kind([1.0, 10.0, 2.0, 20.0], ["a", "b", "a", "b"]) == 2.0
 
 
-def test_only_cpu_is_supported():
-    with pytest.raises(ValueError, match="device='cuda'"):
-        exp.run("unused", quick=True, device="cuda")
+def test_an_empty_seed_list_is_refused_before_any_work():
+    with pytest.raises(ValueError, match="residual_variance.run: seeds must name at least one seed"):
+        exp.run("unused", quick=True, seeds=[])

@@ -125,8 +125,3 @@ def test_interleaved_medians_times_every_function():
     times = exp.interleaved_medians({"a": lambda: bump("a"), "b": lambda: bump("b")}, repeat=3, min_time=0.0)
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
     assert counter == {"a": 4, "b": 4}  # one warm-up call, then one call per sample
-
-
-def test_only_cpu_is_supported(tmp_path):
-    with pytest.raises(ValueError, match="device='cuda'"):
-        exp.run(tmp_path, quick=True, device="cuda")

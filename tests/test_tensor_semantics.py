@@ -359,6 +359,18 @@ def test_view_raises_where_no_view_exists_and_reshape_copies(device):
     assert copy._base is None and x.numpy().sum() == 15
 
 
+
+def test_view_infers_one_size_and_refuses_a_dtype(device):
+    """``view(-1)``/``view(3, -1)`` share memory, as in PyTorch; ``view(dtype)`` is not supported
+    (docs/differences.md) and says what converts instead."""
+    x = tn.arange(6.0, device=device)
+    flat, square = x.view(-1), x.view((3, -1))
+    assert tuple(square.shape) == (3, 2) and square._base is x and flat._base is x
+    square[0, 1] = 7.0
+    assert x[1].item() == 7.0 and flat[1].item() == 7.0
+    with pytest.raises(TypeError, match=r"view\(dtype\).*not supported.*\.to\("):
+        x.view(tn.int64)
+
 def test_contiguous_is_honest(device):
     x = tn.arange(6.0, device=device).view(2, 3)
     t = x.t()

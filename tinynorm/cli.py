@@ -36,7 +36,7 @@ EXPERIMENTS = {
 }
 
 
-def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, device: str, show_progress: bool,
+def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, show_progress: bool,
                    seed_list: list[int] | None = None) -> dict[str, Any]:
     """Run one experiment by its command-line name; returns its result dict (with 'summary').
 
@@ -45,9 +45,9 @@ def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, device:
     module = importlib.import_module(f"tinynorm.experiments.{EXPERIMENTS[name]}")
     if seed_list is None and seeds is not None:
         seed_list = list(range(seeds))
-    if name == "standardization":  # a numpy-only study: one seed, no device
+    if name == "standardization":  # a numpy-only study: one seed
         return module.run(out, quick=quick, seed=0 if seed_list is None else seed_list[-1])
-    return module.run(out, quick=quick, seeds=seed_list, device=device, progress=show_progress)
+    return module.run(out, quick=quick, seeds=seed_list, progress=show_progress)
 
 
 def _checks_table(results: dict[str, dict[str, Any]]) -> list[str]:
@@ -76,7 +76,7 @@ def _print_summary(results: dict[str, dict[str, Any]], seconds: dict[str, float]
 def _experiment_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     start = time.perf_counter()
-    result = run_experiment(args.name, out, args.quick, args.seeds, args.device, not args.no_progress)
+    result = run_experiment(args.name, out, args.quick, args.seeds, not args.no_progress)
     _print_summary({args.name: result}, {args.name: time.perf_counter() - start})
     print(f"\nresults written to {out.resolve()}")
     return 0
@@ -90,7 +90,7 @@ def _demo_command(args: argparse.Namespace) -> int:
     for name in EXPERIMENTS:
         print(f"== experiment {name} (quick)", flush=True)
         start = time.perf_counter()
-        results[name] = run_experiment(name, out, True, None, "cpu", not args.no_progress)
+        results[name] = run_experiment(name, out, True, None, not args.no_progress)
         seconds[name] = time.perf_counter() - start
     print("== benchmark: normalization kernels (quick)", flush=True)
     bench_json = out / "bench_norms.json"
@@ -176,7 +176,6 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--seeds", type=_positive_int, default=None,
                             help="number of random seeds (default: the experiment's own, 1-3)")
     experiment.add_argument("--out", default="results", help="output folder (default: results)")
-    experiment.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to train (default: cpu)")
     experiment.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
     experiment.set_defaults(run=_experiment_command)
 

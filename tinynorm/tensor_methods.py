@@ -16,8 +16,9 @@ from typing import Any, Callable
 from . import creation, dtypes
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
-    products, scan, selection, shape, sorting, special, statistics, trigonometric,
+    products, scan, selection, sorting, special, statistics, trigonometric,
 )
+from .ops import shape as shape_ops  # the module; ``shape`` is the methods' argument, as in PyTorch
 from .ops.dims import normalize_dim
 from .ops.softmax import log_softmax, logsumexp, softmax
 from .random_fills import FILLS
@@ -32,35 +33,47 @@ def _shape_args(args: tuple) -> tuple:
 
 
 # ------------------------------------------------------------------ methods with their own arguments
-def reshape(self: Tensor, *shape_: Any) -> Tensor:
-    """This tensor in another shape: a view of the same memory when the strides allow it, else a copy."""
-    return shape.reshape(self, _shape_args(shape_))
+def reshape(self: Tensor, *shape: Any) -> Tensor:
+    """This tensor in another shape (one size may be -1, inferred from the others): a view of the
+    same memory when the strides allow it, else a copy."""
+    return shape_ops.reshape(self, _shape_args(shape))
 
 
-def view(self: Tensor, *shape_: Any) -> Tensor:
-    """A view of the same memory in another shape; RuntimeError when the strides do not allow one
-    (then use :meth:`reshape`, which copies)."""
-    return shape.view(self, _shape_args(shape_))
+def view(self: Tensor, *shape: Any) -> Tensor:
+    """A tensor with the same data in another shape: ``x.view(2, 3)`` or ``x.view((2, 3))``.
+
+    The result shares this tensor's memory (writing into one changes the other) and has the same
+    number of elements; one size may be -1, inferred from the others. A view needs strides that
+    allow it: each new dim must lie within one old dim or span old dims that are contiguous with
+    each other. When they do not (e.g. ``x.t().view(-1)``), ``view`` raises ``RuntimeError``; then use
+    :meth:`reshape`, which returns a view when it can and copies only when it must.
+    ``view(dtype)`` (the same bytes as another dtype) is not supported: it raises ``TypeError``;
+    ``x.to(dtype)`` converts the values instead.
+    """
+    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        raise TypeError(f"view(dtype): reinterpreting a tensor's bytes as {shape[0]} is not supported; "
+                        f"use .to({shape[0]}) to convert its values")
+    return shape_ops.view(self, _shape_args(shape))
 
 
 def view_as(self: Tensor, other: Tensor) -> Tensor:
-    return shape.view(self, other.array.shape)
+    return shape_ops.view(self, other.array.shape)
 
 
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
-    return shape.reshape(self, other.array.shape)
+    return shape_ops.reshape(self, other.array.shape)
 
 
 def permute(self: Tensor, *dims: Any) -> Tensor:
-    return shape.permute(self, _shape_args(dims))
+    return shape_ops.permute(self, _shape_args(dims))
 
 
 def expand(self: Tensor, *sizes: Any) -> Tensor:
-    return shape.expand(self, _shape_args(sizes))
+    return shape_ops.expand(self, _shape_args(sizes))
 
 
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
-    return shape.expand(self, other.array.shape)
+    return shape_ops.expand(self, other.array.shape)
 
 
 def flip(self: Tensor, *dims: Any) -> Tensor:
@@ -78,11 +91,11 @@ def where(self: Tensor, condition: Any, other: Any) -> Tensor:
 
 def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     """This tensor if it is contiguous, else a contiguous copy (recorded by autograd)."""
-    return self if self.is_contiguous() else shape.clone(self, contiguous=True)
+    return self if self.is_contiguous() else shape_ops.clone(self, contiguous=True)
 
 
 def clone(self: Tensor, *, memory_format: Any = None) -> Tensor:
-    return shape.clone(self)
+    return shape_ops.clone(self)
 
 
 def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -241,7 +254,7 @@ METHODS: dict[str, Callable] = {
     # matrices
     "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "mv": linalg.mv, "dot": linalg.dot,
     "outer": linalg.outer, "addmm": linalg.addmm, "baddbmm": linalg.baddbmm, "tril": matrix.tril,
-    "triu": matrix.triu, "diag": matrix.diag, "t": shape.t, "diagonal": matrix.diagonal, "trace": matrix.trace,
+    "triu": matrix.triu, "diag": matrix.diag, "t": shape_ops.t, "diagonal": matrix.diagonal, "trace": matrix.trace,
     "cross": products.cross, "kron": products.kron,
     # selection
     "gather": selection.gather, "scatter": selection.scatter, "scatter_add": selection.scatter_add,
@@ -251,14 +264,15 @@ METHODS: dict[str, Callable] = {
     "index_copy": selection.index_copy, "index_fill": selection.index_fill,
     # shape
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as, "permute": permute,
-    "expand": expand, "expand_as": expand_as, "broadcast_to": rearrange.broadcast_to, "flatten": shape.flatten,
-    "unflatten": rearrange.unflatten, "transpose": shape.transpose, "swapaxes": shape.transpose,
-    "unsqueeze": shape.unsqueeze, "squeeze": shape.squeeze, "narrow": shape.narrow, "unbind": shape.unbind,
-    "split": shape.split, "chunk": shape.chunk, "movedim": rearrange.movedim, "moveaxis": rearrange.movedim,
+    "expand": expand, "expand_as": expand_as, "broadcast_to": rearrange.broadcast_to, "flatten": shape_ops.flatten,
+    "unflatten": rearrange.unflatten, "transpose": shape_ops.transpose, "swapaxes": shape_ops.transpose,
+    "unsqueeze": shape_ops.unsqueeze, "squeeze": shape_ops.squeeze, "narrow": shape_ops.narrow,
+    "unbind": shape_ops.unbind, "split": shape_ops.split, "chunk": shape_ops.chunk, "movedim": rearrange.movedim,
+    "moveaxis": rearrange.movedim,
     "flip": flip, "fliplr": rearrange.fliplr, "flipud": rearrange.flipud, "roll": rearrange.roll,
     "repeat": rearrange.repeat, "tile": tile, "repeat_interleave": rearrange.repeat_interleave,
     "contiguous": contiguous, "clone": clone, "unfold": rearrange.unfold, "rot90": rearrange.rot90,
-    "split_with_sizes": shape.split, "msort": msort,
+    "split_with_sizes": shape_ops.split, "msort": msort,
     # new tensors like this one
     "new": new, "new_tensor": new_tensor, "new_zeros": _new(creation.zeros), "new_ones": _new(creation.ones),
     "new_empty": _new(creation.empty), "new_full": new_full,

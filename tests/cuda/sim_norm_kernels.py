@@ -301,6 +301,9 @@ def test_batch_norm_running_update_and_rstd_match_the_cpu_kernels(rng, buffer_dt
     (lambda: batch_norm_update_running(*[np.ones(3, np.float32)] * 3, np.ones(3), 4, 0.1), TypeError,
      "var must have dtype float32"),
     (lambda: batch_norm_rstd(np.ones((2, 3), np.float32), EPS), ValueError, r"var must be 1-D \(C,\)"),
+    (lambda: kernels.batch_norm_update_running(CudaArray.from_host(np.zeros(6, np.float32))[::2],
+                                               *map(CudaArray.from_host, [np.ones(3, np.float32)] * 3), 4, 0.1),
+     ValueError, "running_mean must be C-contiguous"),
 ])
 def test_batch_norm_running_update_bad_input(call, error, message):
     with pytest.raises(error, match=message):

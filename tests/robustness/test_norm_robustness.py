@@ -174,6 +174,42 @@ def test_wrong_size_names_the_input_and_its_shape(name):
     raises_clearly(lambda: layer(tinynorm.ones(*bad, dtype=np.float64)), "input", str(bad), error=ValueError)
 
 
+LAYER_AND_FUNCTION = {  # name: (layer, the same call as a function, a bad input shape)
+    "LayerNorm": (lambda: nn.LayerNorm(4), lambda x, l: F.layer_norm(x, (4,), l.weight, l.bias), (2, 5)),
+    "GroupNorm": (lambda: nn.GroupNorm(2, 4), lambda x, l: F.group_norm(x, 2, l.weight, l.bias), (2, 5, 3)),
+    "GroupNorm-groups": (lambda: nn.GroupNorm(4, 4, affine=False), lambda x, l: F.group_norm(x, 4), (2, 6, 3)),
+    "BatchNorm1d": (lambda: nn.BatchNorm1d(3), lambda x, l: F.batch_norm(
+        x, l.running_mean, l.running_var, l.weight, l.bias, True), (4, 2)),
+    "BatchNorm1d-one-value": (lambda: nn.BatchNorm1d(3), lambda x, l: F.batch_norm(
+        x, l.running_mean, l.running_var, l.weight, l.bias, True), (1, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYER_AND_FUNCTION))
+def test_layer_and_function_refuse_bad_input_with_one_error(name):
+    """The input is checked against the parameters in the function alone, so the layer's error is the
+    function's (the same type and message, from one check)."""
+    make_layer, function, bad = LAYER_AND_FUNCTION[name]
+    layer, x = make_layer(), tinynorm.ones(*bad)
+    with pytest.raises(ValueError) as from_layer:
+        layer(x)
+    with pytest.raises(ValueError) as from_function:
+        function(x, layer)
+    assert str(from_layer.value) == str(from_function.value)
+
+
+def test_layers_without_parameters_take_any_channel_count_as_pytorch():
+    """Only parameters and running statistics fix the channel count (InstanceNorm excepted, see
+    docs/normalization.md): without them BatchNorm and GroupNorm normalize what they get."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(1).standard_normal((4, 6, 3))
+    for ours, theirs in ((nn.BatchNorm1d(3, affine=False, track_running_stats=False),
+                          torch.nn.BatchNorm1d(3, affine=False, track_running_stats=False)),
+                         (nn.GroupNorm(2, 4, affine=False), torch.nn.GroupNorm(2, 4, affine=False))):
+        np.testing.assert_allclose(ours(tinynorm.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy(),
+                                   rtol=1e-10, atol=1e-12)
+
+
 PARAMETER_SHAPES = [  # (function, argument, bad shape, the shape it must have)
     ("layer_norm", "weight", (2, 2), (4,)), ("layer_norm", "weight", (4, 1), (4,)),
     ("layer_norm", "weight", (12,), (4,)), ("layer_norm", "bias", (5,), (4,)),

@@ -373,7 +373,7 @@ def stale_statistics(model: Module, kind: str, width: int, data: tuple[np.ndarra
 MISTAKES_MODEL = "digits-cnn"  # the mistakes are shown on this model with BatchNorm, trained at batch 32
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Train every (model, norm, batch size, seed) of the settings, measure test errors, the BatchNorm
     analyses and the two BatchNorm mistakes; write batch_size.json, batch_size.md and the figures
@@ -384,8 +384,6 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     and CNN, MNIST-1D MLP, CNN and CNN with a 1x1 stage), BatchNorm and a per-sample norm (none for the
     1x1 variant), batch sizes 2 to 32, three seeds, 8 epochs on digits and 6 on MNIST-1D.
     """
-    if device != "cpu":
-        raise ValueError(f"device: only 'cpu' is supported by this experiment for now, got {device!r}")
     settings = QUICK if quick else FULL
     if seeds is not None:
         settings = replace(settings, seeds=_checked_seeds(seeds))

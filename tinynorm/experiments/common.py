@@ -159,11 +159,8 @@ def duration(results: dict[str, Any]) -> str:
     return text + (f", {results['cpu_seconds']:.0f} s CPU" if "cpu_seconds" in results else "")
 
 
-def cpu_run_seeds(experiment: str, device: str, seeds: Any, default: tuple[int, ...]) -> tuple[int, ...]:
-    """The seeds of a CPU-only experiment's run: ``seeds``, or ``default`` when None; a clear error for
-    another device or an empty list."""
-    if device != "cpu":
-        raise ValueError(f"{experiment}.run: device={device!r} is not supported; only 'cpu' works")
+def run_seeds(experiment: str, seeds: Any, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The seeds of an experiment's run: ``seeds``, or ``default`` when None; a clear error for an empty list."""
     chosen = tuple(seeds) if seeds is not None else default
     if not chosen:
         raise ValueError(f"{experiment}.run: seeds must name at least one seed")

@@ -352,14 +352,12 @@ def learns_enough(run: dict[str, Any]) -> bool:
 # ------------------------------------------------------------------------------------------ run
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Run the experiment; write placement.json, placement.md and four figures into ``out_dir``.
 
     ``seeds`` replaces the mode's seeds; (d) trains from the first ``Settings.train_seed_count`` of them.
     """
-    if device != "cpu":
-        raise ValueError(f"placement.run: device={device!r} is not supported yet; only 'cpu' works")
     settings = QUICK if quick else FULL
     seeds = tuple(seeds) if seeds is not None else settings.seeds
     if not seeds:

@@ -35,7 +35,7 @@ from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
+from .common import cpu_seconds, duration, markdown_table, new_figure, run_seeds, save_figure, single_threaded
 from .common import progress as progress_bar
 from .records import write_outputs
 
@@ -176,12 +176,12 @@ def train(model: nn.Module, task: Task, settings: Settings, seed: int) -> list[f
 # ------------------------------------------------------------------------------------------ run
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Profiles at initialization (every depth and seed) and after training (``train_depth``, first seed);
     write residual_variance.json, .md and .png into ``out_dir``."""
     settings = QUICK if quick else FULL
-    seeds = cpu_run_seeds("residual_variance", device, seeds, settings.seeds)
+    seeds = run_seeds("residual_variance", seeds, settings.seeds)
     out_dir = Path(out_dir)
     start, start_cpu = time.perf_counter(), cpu_seconds()
     text = load_text_corpus()

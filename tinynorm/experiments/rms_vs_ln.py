@@ -283,15 +283,13 @@ def amdahl_cases(config: dict[str, Any], models: tuple[tuple[Any, ...], ...], se
     return cases
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Run the timings, the training comparison and the Amdahl comparison; write rms_vs_ln.json, .md and
     .png into ``out_dir``.
 
     ``seeds``: the first one seeds the trainings (default 0).
     """
-    if device != "cpu":
-        raise ValueError(f"rms_vs_ln.run: device={device!r} is not supported yet; only 'cpu' works")
     mode = "quick" if quick else "full"
     config = SETTINGS[mode]
     seed = int(seeds[0]) if seeds else 0

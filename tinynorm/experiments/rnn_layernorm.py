@@ -37,7 +37,7 @@ from ..ops import stack
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_run_seeds, cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
+from .common import cpu_seconds, duration, markdown_table, new_figure, run_seeds, save_figure, single_threaded
 from .common import progress as progress_bar
 from .records import thinned, write_outputs
 
@@ -166,11 +166,11 @@ def train_one(cell: str, seed: int, settings: Settings, train_ids: np.ndarray, v
 # ------------------------------------------------------------------------------------------ run
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Train both cells for every seed; write rnn_layernorm.json, .md and .png into ``out_dir``."""
     settings = QUICK if quick else FULL
-    seeds = cpu_run_seeds("rnn_layernorm", device, seeds, settings.seeds)
+    seeds = run_seeds("rnn_layernorm", seeds, settings.seeds)
     out_dir = Path(out_dir)
     start, start_cpu = time.perf_counter(), cpu_seconds()
     text = load_text_corpus()

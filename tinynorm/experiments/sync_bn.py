@@ -209,12 +209,10 @@ def run_world(world: int, settings: Settings) -> list[dict[str, Any]]:
         return json.loads(Path(out_file).read_text())
 
 
-def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None, device: str = "cpu",
+def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = None,
         progress: bool = True) -> dict[str, Any]:
     """The DDP runs for every world size, then the single-process references (each also with its batches'
     rows reversed); write sync_bn.json, .md, .png."""
-    if device != "cpu":
-        raise ValueError(f"sync_bn.run: device={device!r} is not supported; only 'cpu' works")
     settings = QUICK if quick else FULL
     if seeds is not None:
         settings = Settings(**{**asdict(settings), "seeds": tuple(seeds)})

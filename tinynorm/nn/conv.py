@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from .. import creation
-from ..ops import conv as F
+from ..ops.conv import PADDING_MODES, padded_convolution
 from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
@@ -55,8 +55,8 @@ class _ConvNd(Module):
             self.padding: tuple[int, ...] | str = padding
         else:
             self.padding = _ntuple(padding, dims, "padding", name, 0)
-        if padding_mode not in F.PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {list(F.PADDING_MODES)}, but got "
+        if padding_mode not in PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(PADDING_MODES)}, but got "
                              f"padding_mode={padding_mode!r}")
         self.in_channels, self.out_channels, self.groups, self.padding_mode = (
             in_channels, out_channels, groups, padding_mode)
@@ -74,7 +74,7 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.padded_convolution(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        return padded_convolution(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                                     self.groups, self.padding_mode)
 
     def extra_repr(self) -> str:

@@ -1,10 +1,13 @@
 """Normalization layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d, LayerNorm, RMSNorm, GroupNorm.
 
 Arguments, defaults, train/eval behaviour, running statistics and state_dict keys are PyTorch's.
-Each layer calls its function in :mod:`tinynorm.ops.normalization`, which checks the arguments and
-holds the autograd; the math, in plain numpy, is in :mod:`tinynorm.kernels.reference`. A layer checks
-only what is its own: the input's rank and channel count, and ``eps``/``momentum`` whenever they are
-assigned (``layer.momentum = 5`` raises at once).
+Each layer calls its function in :mod:`tinynorm.ops.normalization`, which checks the input against
+the parameters and statistics (shapes, dtypes, devices, groups, values per channel) and holds the
+autograd; the math, in plain numpy, is in :mod:`tinynorm.kernels.reference`. A layer checks only what
+is its own: its constructor arguments, ``eps``/``momentum`` whenever they are assigned
+(``layer.momentum = 5`` raises at once), and the input's rank where PyTorch's layer checks it
+(BatchNorm1d/2d/3d, InstanceNorm); so ``nn.LayerNorm(4)(x)`` and ``F.layer_norm(x, (4,), w, b)`` fail
+with the same error.
 
 Mixed precision: a float32 layer takes float16 input (float32 statistics, parameters and arithmetic,
 float16 output), as PyTorch does on the GPU; see tinynorm/ops/normalization.py.
@@ -76,13 +79,6 @@ class _NormBase(Module):
         self.reset_running_stats()
         _reset_affine(self.weight, self.bias)
 
-    def _check_channels(self, x: Tensor, channel_dim: int = 1) -> None:
-        if x.shape[channel_dim] != self.num_features:
-            raise ValueError(
-                f"{type(self).__name__}: expected {self.num_features} channels (num_features), got input of "
-                f"shape {tuple(x.shape)} with {x.shape[channel_dim]} channels"
-            )
-
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
@@ -125,7 +121,6 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         x = check_tensor(type(self).__name__, "input", input)
         self._check_input_dims(x)
-        self._check_channels(x)
         use_batch_stats = (self.training and not self.frozen) or not self.track_running_stats
         counted = use_batch_stats and self.track_running_stats
         running_mean, running_var = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
@@ -185,7 +180,10 @@ class _InstanceNorm(_NormBase):
                 f"input, got shape {tuple(x.shape)}"
             )
         unbatched = x.ndim == batched - 1
-        self._check_channels(x, channel_dim=0 if unbatched else 1)
+        channels = x.shape[0 if unbatched else 1]
+        if channels != self.num_features:  # PyTorch warns; see docs/normalization.md
+            raise ValueError(f"{type(self).__name__}: expected {self.num_features} channels (num_features), got "
+                             f"input of shape {tuple(x.shape)} with {channels} channels")
         use_input_stats = self.training or not self.track_running_stats
         y = instance_norm(x.unsqueeze(0) if unbatched else x, self.running_mean, self.running_var, self.weight,
                           self.bias, use_input_stats, self.momentum if self.momentum is not None else 0.0, self.eps)
@@ -283,11 +281,7 @@ class GroupNorm(Module):
         _reset_affine(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
-        x = check_tensor("GroupNorm", "input", input)
-        if x.ndim >= 2 and x.shape[1] != self.num_channels:  # group_norm checks the rest
-            raise ValueError(f"GroupNorm: expected input of shape (N, {self.num_channels}, *) (num_channels), "
-                             f"got {tuple(x.shape)}")
-        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"

@@ -45,9 +45,9 @@ def get_total_norm(tensors: TensorOrTensors, norm_type: float = 2.0, error_if_no
     dtype = np.result_type(*(t.dtype for t in tensors))
     with no_grad():
         norms = [_vector_norm(t._backend, t.array, norm_type) for t in tensors]
-        on_device = [Tensor._from_array(n, t.device).to(device).array for n, t in zip(norms, tensors)]
+        norms_here = [Tensor._from_array(n, t.device).to(device).array for n, t in zip(norms, tensors)]
         backend = tensors[0]._backend
-        total = _vector_norm(backend, backend.stack(on_device), norm_type).astype(dtype)
+        total = _vector_norm(backend, backend.stack(norms_here), norm_type).astype(dtype)
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "

@@ -60,8 +60,8 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     first, second = np.triu_indices(input.shape[0], 1)
-    on_device = (lambda a: a) if input.device == "cpu" else input._backend.from_numpy
-    difference = (input[on_device(first)] - input[on_device(second)]).abs()
+    xp = input._backend
+    difference = (input[xp.from_numpy(first)] - input[xp.from_numpy(second)]).abs()
     if p == 0:  # the count of differing coordinates, whose gradient is 0 (PyTorch gives the zeros too)
         return (difference != 0).sum(1).to(input.dtype) + (difference * 0).sum(1)
     if p == math.inf:

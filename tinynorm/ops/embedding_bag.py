@@ -11,7 +11,6 @@ read back). Gradients are those of the lookup, gather and reduction.
 """
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
@@ -79,8 +78,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         vectors = where(counted.reshape(-1, 1), vectors, fill)
     neutral = Tensor._from_array(weight._backend.full((1, weight.shape[1]), fill, dtype=vectors.dtype),
                                  weight.device)
-    on_device = index if weight.device == "cpu" else weight._backend.from_numpy(index)
-    gathered = cat([vectors, neutral])[on_device]  # (bags, longest, D)
+    gathered = cat([vectors, neutral])[weight._backend.from_numpy(index)]  # (bags, longest, D)
     if mode == "max":
         if index.shape[1] == 0:
             return gathered.sum(1)

@@ -46,10 +46,6 @@ def _plan(size: tuple, kernel: tuple, dilation: tuple, padding: tuple, stride: t
     return flat.reshape(kernel[0] * kernel[1], blocks[0] * blocks[1]), blocks, padded
 
 
-def _on_device(index: np.ndarray, x: Tensor) -> Any:
-    return index if x.device == "cpu" else x._backend.from_numpy(index)
-
-
 class Col2Im(Function):
     """(N, C, K, L) blocks summed into a zero (N, C, P) plane at the plan's positions (K, L)."""
 
@@ -78,7 +74,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     index, _, _ = _plan(tuple(input.shape[2:]), kernel, dilation, padding, stride, "unfold")
     n, c = input.shape[:2]
     plane = pad(input, (padding[1], padding[1], padding[0], padding[0])).flatten(2)
-    return plane[:, :, _on_device(index, input)].reshape(n, c * index.shape[0], index.shape[1])
+    return plane[:, :, input._backend.from_numpy(index)].reshape(n, c * index.shape[0], index.shape[1])
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -104,5 +100,5 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            f"got input.size(2)={length}.")
     channels = rows // index.shape[0]
     columns = input.reshape(n, channels, index.shape[0], length)
-    plane = Col2Im.apply(columns, _on_device(index, input), padded[0] * padded[1]).reshape(n, channels, *padded)
+    plane = Col2Im.apply(columns, input._backend.from_numpy(index), padded[0] * padded[1]).reshape(n, channels, *padded)
     return plane[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]

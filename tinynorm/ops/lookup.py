@@ -47,7 +47,7 @@ def _renorm_rows(weight: Tensor, ids: Tensor, max_norm: float, norm_type: float)
     with no_grad():
         xp = weight._backend
         rows = np.unique(xp.to_numpy(ids.array).reshape(-1))
-        device_rows = rows if weight.device == "cpu" else xp.from_numpy(rows)
+        device_rows = xp.from_numpy(rows)
         values = xp.take(weight.array, device_rows, axis=0, mode="clip")
         host = xp.to_numpy(values).astype(np.float64)
         norms = np.sum(np.abs(host) ** norm_type, axis=1) ** (1.0 / norm_type)

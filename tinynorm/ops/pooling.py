@@ -188,11 +188,7 @@ def _windows(x: Tensor, index: np.ndarray, fill: float) -> Tensor:
     padding element, read at ``index``."""
     flat = x.flatten(2)
     padding = Tensor._from_array(x._backend.full(flat.shape[:2] + (1,), fill, dtype=x.dtype), x.device)
-    return cat([flat, padding], dim=2)[:, :, _on_device(index, x)]
-
-
-def _on_device(array: np.ndarray, x: Tensor) -> Any:
-    return array if x.device == "cpu" else x._backend.from_numpy(array)
+    return cat([flat, padding], dim=2)[:, :, x._backend.from_numpy(index)]
 
 
 def _gathered_max(x: Tensor, index: np.ndarray, out: tuple) -> tuple[Tensor, Tensor]:
@@ -202,9 +198,9 @@ def _gathered_max(x: Tensor, index: np.ndarray, out: tuple) -> tuple[Tensor, Ten
     with_padding = _windows(x.detach(), index, -math.inf).array
     first = xp.argmax(with_padding, axis=3)  # (N, C, OUT)
     k = index.shape[1]
-    positions = xp.take(_on_device(index.reshape(-1), x), xp.arange(index.shape[0]) * k + first)
+    positions = xp.take(xp.from_numpy(index.reshape(-1)), xp.arange(index.shape[0]) * k + first)
     n, c = x.shape[:2]
-    rows = _on_device(np.arange(n).reshape(n, 1, 1), x), _on_device(np.arange(c).reshape(1, c, 1), x)
+    rows = xp.from_numpy(np.arange(n).reshape(n, 1, 1)), xp.from_numpy(np.arange(c).reshape(1, c, 1))
     values = x.flatten(2)[rows + (positions,)]
     shape = (n, c) + out
     return values.reshape(shape), Tensor._from_array(positions.reshape(shape), x.device)
@@ -212,7 +208,7 @@ def _gathered_max(x: Tensor, index: np.ndarray, out: tuple) -> tuple[Tensor, Ten
 
 def _gathered_mean(x: Tensor, index: np.ndarray, divisors: np.ndarray, out: tuple) -> Tensor:
     sums = _windows(x, index, 0.0).sum(3)
-    scale = Tensor._from_array(_on_device((1.0 / divisors).astype(x.dtype), x), x.device)
+    scale = Tensor._from_array(x._backend.from_numpy((1.0 / divisors).astype(x.dtype)), x.device)
     return (sums * scale).reshape(tuple(x.shape[:2]) + out)
 
 

@@ -106,7 +106,7 @@ class CudaArray:
     @classmethod
     def from_host(cls, host: np.ndarray) -> CudaArray:
         """A new C-contiguous device copy of the host array ``host``."""
-        return cls(memory.to_device(host), host.shape)
+        return cls(memory.storage_from_host(host), host.shape)
 
     # ------------------------------------------------------------------------------ attributes
     @property

@@ -1,10 +1,17 @@
 """Helpers shared by the normalization kernels: input checks for the Python wrappers, and the
 row statistics every kernel computes.
 
-The wrappers check everything before calling a kernel, so a bad argument gives a clear
+The wrappers check their arrays before calling a kernel, so a bad argument gives a clear
 ``TypeError``/``ValueError`` instead of a Numba typing error, and they hand the kernels C-contiguous
 arrays of one dtype so each kernel compiles once per dtype. ``eps`` is checked by
 :func:`tinynorm._checks.check_eps`, the rule every normalization shares.
+
+Two layers check, each its own contract, once: :mod:`tinynorm.ops.normalization` checks a call on
+tensors (PyTorch's arguments and errors: normalized_shape, groups, parameter shapes, dtypes and
+devices, values per channel) for every layer and function; the wrappers check only the array
+contract (type, dtype, rank, matching shapes). They keep that guard because they are public
+(docs/normalization.md: plain functions on arrays to call on their own, as the tests and benchmarks
+do), and a kernel given mismatched shapes would read past an array's end, not raise.
 
 Statistics are computed in the data's dtype, which is fast and, thanks to the two-pass formulas,
 accurate when |mean| >> std; but float32 squares overflow above |x| ~ 1.8e19 and underflow below
@@ -21,7 +28,6 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..._checks import check_eps  # noqa: F401  (the kernels' eps check, shared with the CUDA wrappers)
 from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..._checks import check_eps
 from ..._checks import check_momentum
 from ._config import JIT_OPTIONS
 from ._shared import (
-    check_eps,
     check_input,
     check_like,
     chunk_bounds,

@@ -30,7 +30,7 @@ Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
 the zero padding of the grid is then 0. ``im2col``/``col2im`` give the classic (N, C*kh*kw, OH*OW)
 column layout, for reference and for the CUDA kernels' tests.
 
-The helpers ``_window_geometry``, ``_check_input`` and ``_check_shape`` are shared with ``pool.py`` and
+The helpers ``_window_geometry``, ``check_nchw`` and ``_check_shape`` are shared with ``pool.py`` and
 the CUDA kernels.
 """
 from __future__ import annotations
@@ -73,8 +73,8 @@ def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
     return pair
 
 
-def _check_input(x: np.ndarray, name: str) -> np.ndarray:
-    """Check that ``x`` is a float32/float64 NCHW array and return it C-contiguous."""
+def check_nchw(name: str, x: object) -> np.ndarray:
+    """``x`` C-contiguous after checking it is a float32/float64 NCHW numpy array."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
     if x.ndim != 4:
@@ -209,7 +209,7 @@ def _unpad_with_mode(dx_padded: np.ndarray, x_shape: tuple[int, ...], pads: tupl
 # ------------------------------------------------------------ forward and backward
 def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype, groups: int) -> np.ndarray:
     """Check a conv weight (O, C / groups, kh, kw) against the input's channel count, groups and dtype."""
-    weight = _check_input(weight, "weight")
+    weight = check_nchw("weight", weight)
     if weight.shape[1] * groups != x_channels:
         raise ValueError(
             f"weight expects {weight.shape[1] * groups} input channels (shape {weight.shape}"
@@ -296,7 +296,7 @@ def conv2d_forward(
     ``padding``: an int, a pair or (top, bottom, left, right). Returns ``(y, saved)``:
     ``y`` of shape (N, O, OH, OW), and what :func:`conv2d_backward` needs (the input's grid).
     """
-    x = _check_input(x, "x")
+    x = check_nchw("x", x)
     weight = _check_weight(weight, x.shape[1], x.dtype, groups)
     out_channels = weight.shape[0]
     if bias is None:
@@ -356,7 +356,7 @@ def conv2d_backward(
     drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
     """
     x_shape = _check_shape(tuple(x_shape), "x_shape")
-    dy = _check_input(dy, "dy")
+    dy = check_nchw("dy", dy)
     weight = _check_weight(weight, x_shape[1], dy.dtype, groups)
     out_channels = weight.shape[0]
     prepared = _prepare(x_shape, weight.shape, stride, padding, dilation, groups, padding_mode)
@@ -444,7 +444,7 @@ def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: Pa
     Returns ``cols`` of shape ``(N, C*kh*kw, OH*OW)`` and x's dtype, row ``(c*kh + i)*kw + j``, column
     ``oh*OW + ow``, such that ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``.
     """
-    x = _check_input(x, "x")
+    x = check_nchw("x", x)
     _, plan = _window(x.shape, kernel_size, stride, padding, dilation)
     n, rows = x.shape[0], x.shape[1] * plan.tap_phase.size
     cols = np.empty((rows, n * plan.per_sample), dtype=x.dtype)

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH, PARALLEL_THRESHOLD
-from .conv import IntPair, _check_input, _check_shape, _window_geometry
+from .conv import IntPair, _check_shape, _window_geometry, check_nchw
 
 
 
@@ -27,7 +27,7 @@ def _pool_geometry(
 
 def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
     """Check the upstream gradient's shape and return it C-contiguous."""
-    dy = _check_input(dy, "dy")
+    dy = check_nchw("dy", dy)
     if dy.shape != expected:
         raise ValueError(f"dy must have shape {expected}, got {dy.shape}")
     return dy
@@ -152,7 +152,7 @@ def max_pool2d_forward(
     Returns ``(y, argmax)``, both (N, C, OH, OW); ``argmax`` (int64) is the flat index ``h*W + w`` of
     each window's first maximum in its input plane, for :func:`max_pool2d_backward`.
     """
-    x = _check_input(x, "x")
+    x = check_nchw("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
     argmax = np.empty(y.shape, dtype=np.int64)
@@ -193,7 +193,7 @@ def avg_pool2d_forward(
 
     Returns ``y`` of shape (N, C, OH, OW); stride defaults to kernel_size, as in PyTorch.
     """
-    x = _check_input(x, "x")
+    x = check_nchw("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
     _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, x.size >= PARALLEL_THRESHOLD)

@@ -10,9 +10,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..._checks import check_eps
 from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS
 from ._shared import (
-    check_eps,
     check_input,
     check_like,
     chunk_bounds,

@@ -1,9 +1,12 @@
 """Helpers shared by the CUDA kernel wrappers: argument checks, new arrays and grid sizes.
 
-The wrappers take and return :class:`~tinynorm.backends.cuda.array.CudaArray` and check everything
+The wrappers take and return :class:`~tinynorm.backends.cuda.array.CudaArray` and check their arrays
 before launching, so a bad argument gives the same clear ``TypeError``/``ValueError`` as the CPU
 wrappers instead of a Numba typing error. As on the CPU, an input that is not C-contiguous is copied
-(``contiguous()``); an ``out`` array must be C-contiguous, since the kernel writes into it.
+(``contiguous()``); an array written in place (``out``, running statistics) must be C-contiguous.
+The CUDA backend's names are these wrappers themselves, so an array is checked once on its way from
+an op to a kernel; why the wrappers check at all (they are public, and a GPU kernel given mismatched
+shapes reads and writes out of bounds) is in :mod:`tinynorm.kernels.cpu._shared`.
 
 Data (``x``, ``dy``, outputs) of the norms is float16 or float32; everything computed from it
 (statistics, affine parameters, their gradients) is float32, and all arithmetic is float32.
@@ -16,7 +19,6 @@ import numpy as np
 from ...backends.cuda.runtime.compiler import cuda
 
 from ...backends.cuda.array import CudaArray
-from ..cpu._shared import check_eps as _check_eps
 
 DATA_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 PARAM_DTYPE = np.dtype(np.float32)
@@ -81,11 +83,6 @@ def check_stat(name: str, array: object, shape: tuple[int, ...]) -> CudaArray:
     if array is None:
         raise TypeError(f"{name} must be a float32 array of shape {shape}, got None")
     return check_param(name, array, shape)
-
-
-def check_eps(eps: float) -> np.float32:
-    """``eps`` as a float32 scalar: a Python float would make the kernels compute in float64."""
-    return _check_eps(eps, PARAM_DTYPE)
 
 
 def output(out: object | None, shape: tuple[int, ...], dtype: np.dtype) -> CudaArray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from ..._checks import check_eps
 from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ..cpu.batch_norm import check_count
@@ -22,7 +23,7 @@ from ._reduce import WARP_SIZE, block_sum
 from ._shared import (
     PARAM_DTYPE,
     check_array,
-    check_eps,
+    check_contiguous,
     check_input,
     check_like,
     check_param,
@@ -304,7 +305,7 @@ def batch_norm_rstd(var, eps: float):
     var = check_stat("var", var, var.shape)
     rstd = empty(var.size, PARAM_DTYPE)
     if var.size:
-        launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps), rstd))
+        launch(_rstd_kernel, grid_size(var.size, THREADS), THREADS, (var, check_eps(eps, PARAM_DTYPE), rstd))
     return rstd
 
 
@@ -315,8 +316,12 @@ def batch_norm_update_running(running_mean, running_var, mean, var, count: int, 
     ``mean`` and ``var`` are float32 ``(C,)`` statistics of a batch of ``count`` values per channel (the
     biased variance); the running variance tracks the unbiased one, ``var * count / (count - 1)``.
     The buffers are float16 or float32 ``(C,)``, both of one dtype. One launch for the seven
-    elementwise operations this takes with array arithmetic.
+    elementwise operations this takes with array arithmetic. The buffers are written in place, so
+    they must be C-contiguous (a copy would receive the update).
     """
+    for name, buffer in (("running_mean", running_mean), ("running_var", running_var)):
+        if isinstance(buffer, CudaArray):  # anything else fails the type check below
+            check_contiguous(name, buffer)
     running_mean = check_input("running_mean", running_mean, 1, "(C,)")
     running_var = check_like("running_var", running_var, running_mean.shape, running_mean.dtype, of="running_mean")
     check_count(count)

@@ -27,6 +27,7 @@ from ...backends.cuda.runtime.compiler import cuda, from_dtype, types
 
 from ..cpu.conv import IntPair, _check_shape, _window_geometry, check_dy_fits, conv2d_output_size
 from ._shared import check_array, check_contiguous, empty
+from ...backends.cuda.array import CudaArray
 from ...backends.cuda.runtime.launch import jit, launch
 from .matmul import matmul_strided
 from .strided import THREADS, blocks_for
@@ -34,8 +35,9 @@ from .strided import THREADS, blocks_for
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def check_input(name: str, array: object):
-    """``array`` on the device after checking it is a C-contiguous float32/float64 NCHW array."""
+def check_nchw(name: str, array: object) -> CudaArray:
+    """``array`` after checking it is a C-contiguous float32/float64 NCHW CudaArray (the CPU's
+    :func:`tinynorm.kernels.cpu.conv.check_nchw` on the device)."""
     array = check_array(name, array)
     if array.ndim != 4:
         raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {tuple(array.shape)}")
@@ -164,7 +166,7 @@ def im2col(x, kernel_size: IntPair, stride: IntPair = 1, padding: IntPair = 0):
     Returns ``cols`` of shape ``(N, C*kh*kw, OH*OW)`` and x's dtype (a device array), such that
     ``weight.reshape(O, C*kh*kw) @ cols[n]`` is the convolution of sample ``n``.
     """
-    x = check_input("x", x)
+    x = check_nchw("x", x)
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (ph, pw), (out_h, out_w) = _window_geometry(h, w, kernel_size, stride, padding)
     cols = empty((n, c * kh * kw, out_h * out_w), dtype=x.dtype)
@@ -209,7 +211,7 @@ def col2im(
 
 def _check_weight(weight, x_channels: int, dtype: np.dtype):
     """Check a conv weight (O, C, kh, kw) against the input's channel count and dtype."""
-    weight = check_input("weight", weight)
+    weight = check_nchw("weight", weight)
     if weight.shape[1] != x_channels:
         raise ValueError(f"weight expects {weight.shape[1]} input channels (shape {tuple(weight.shape)}), "
                          f"but the input has {x_channels} channels")
@@ -250,7 +252,7 @@ def conv2d_forward(x, weight, bias=None, stride: IntPair = 1, padding: IntPair =
     Returns device arrays ``(y, cols)``: ``y`` of shape (N, O, OH, OW), and the im2col ``cols`` that
     :func:`conv2d_backward` needs for the weight gradient.
     """
-    x = check_input("x", x)
+    x = check_nchw("x", x)
     weight = _check_weight(weight, x.shape[1], x.dtype)
     out_channels, _, kh, kw = weight.shape
     bias = _check_bias(bias, out_channels, x.dtype)
@@ -272,7 +274,7 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     and the caller drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
     """
     x_shape = _check_shape(tuple(x_shape), "x_shape")
-    dy = check_input("dy", dy)
+    dy = check_nchw("dy", dy)
     weight = _check_weight(weight, x_shape[1], dy.dtype)
     out_channels, _, kh, kw = weight.shape
     out_size = conv2d_output_size(x_shape[2], x_shape[3], (kh, kw), stride, padding)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from ..._checks import check_eps
 from ...backends.cuda.runtime.compiler import cuda, float32
 
 from ._reduce import WARP_SIZE, block_sum, sum_partials
 from ._shared import (
     PARAM_DTYPE,
-    check_eps,
     check_input,
     check_like,
     check_param,
@@ -136,7 +136,7 @@ def group_norm_forward(x, num_groups: int, weight, bias, eps: float, out=None) -
     batch, channels, spatial = x.shape
     weight = check_param("weight", weight, (channels,))
     bias = check_param("bias", bias, (channels,))
-    eps = check_eps(eps)
+    eps = check_eps(eps, PARAM_DTYPE)
     y = output(out, x.shape, x.dtype)
     mean, rstd = (empty((batch, num_groups), PARAM_DTYPE) for _ in range(2))
     if x.size:

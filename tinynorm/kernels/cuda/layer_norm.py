@@ -5,10 +5,10 @@ The kernels live in :mod:`._row_norm` (shared with RMSNorm). Arrays in and out a
 """
 from __future__ import annotations
 
+from ..._checks import check_eps
 from . import _row_norm
 from ._shared import (
     PARAM_DTYPE,
-    check_eps,
     check_input,
     check_like,
     check_param,
@@ -29,7 +29,7 @@ def layer_norm_forward(x, weight, bias, eps: float, out=None) -> tuple:
     rows, cols = x.shape
     weight = check_param("weight", weight, (cols,))
     bias = check_param("bias", bias, (cols,))
-    eps = check_eps(eps)
+    eps = check_eps(eps, PARAM_DTYPE)
     y = output(out, x.shape, x.dtype)
     mean, rstd = empty(rows, PARAM_DTYPE), empty(rows, PARAM_DTYPE)
     _row_norm.forward(x, weight, bias, eps, y, mean, rstd)

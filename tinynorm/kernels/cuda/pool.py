@@ -20,7 +20,7 @@ from ...backends.cuda.runtime.compiler import cuda
 from ..cpu.conv import IntPair, _check_shape
 from ..cpu.pool import _pool_geometry
 from ._shared import check_array, check_contiguous, empty
-from .conv import check_input
+from .conv import check_nchw
 from ...backends.cuda.runtime.launch import jit, launch
 from .strided import THREADS, blocks_for, error_flag
 
@@ -124,7 +124,7 @@ def _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, scale, zero):
 
 def _check_grad(dy, expected: tuple[int, ...]):
     """Check the upstream gradient's shape; return it on the device."""
-    dy = check_input("dy", dy)
+    dy = check_nchw("dy", dy)
     if tuple(dy.shape) != expected:
         raise ValueError(f"dy must have shape {expected}, got {tuple(dy.shape)}")
     return dy
@@ -136,7 +136,7 @@ def max_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
     Returns device arrays ``(y, argmax)``, both (N, C, OH, OW); ``argmax`` (int64) is the flat index
     ``h*W + w`` of each window's first maximum in its input plane, for :func:`max_pool2d_backward`.
     """
-    x = check_input("x", x)
+    x = check_nchw("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     argmax = empty(y.shape, dtype=np.int64)
@@ -183,7 +183,7 @@ def avg_pool2d_forward(x, kernel_size: IntPair, stride: IntPair | None = None, p
 
     Returns the device array ``y`` of shape (N, C, OH, OW); stride defaults to kernel_size.
     """
-    x = check_input("x", x)
+    x = check_nchw("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = empty(tuple(x.shape[:2]) + out_size, dtype=x.dtype)
     scale = x.dtype.type(1.0 / (kh * kw))

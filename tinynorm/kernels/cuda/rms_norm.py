@@ -5,10 +5,10 @@ and ``bias=None``, which Numba compiles into separate, smaller kernels.
 """
 from __future__ import annotations
 
+from ..._checks import check_eps
 from . import _row_norm
 from ._shared import (
     PARAM_DTYPE,
-    check_eps,
     check_input,
     check_like,
     check_param,
@@ -27,7 +27,7 @@ def rms_norm_forward(x, weight, eps: float, out=None) -> tuple:
     x = check_input("x", x, 2, "(rows, cols)")
     rows, cols = x.shape
     weight = check_param("weight", weight, (cols,))
-    eps = check_eps(eps)
+    eps = check_eps(eps, PARAM_DTYPE)
     y = output(out, x.shape, x.dtype)
     rstd = empty(rows, PARAM_DTYPE)
     _row_norm.forward(x, weight, None, eps, y, None, rstd)

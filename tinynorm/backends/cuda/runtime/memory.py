@@ -209,7 +209,7 @@ def host_storage(host: np.ndarray) -> Storage:
     return Storage(None, host.size, host.dtype, host)
 
 
-def to_device(host: np.ndarray) -> Storage:
+def storage_from_host(host: np.ndarray) -> Storage:
     """A new storage holding the values of the host array ``host``, flattened in C order."""
     host = np.ascontiguousarray(host).reshape(-1)
     storage = allocate(host.size, host.dtype)
