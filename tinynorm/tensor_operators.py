@@ -349,7 +349,10 @@ _COMPARABLE = (Tensor, int, float, np.ndarray, np.generic)  # what ``==`` compar
 
 
 def install(cls: type) -> None:
-    """Copy the methods and properties of :class:`TensorOperators` onto ``cls``."""
+    """Copy the methods and properties of :class:`TensorOperators` onto ``cls``, named as its own
+    (``Tensor.add_``)."""
     for name, attribute in vars(TensorOperators).items():
         if isinstance(attribute, (property, type(install))):
+            function = attribute.fget if isinstance(attribute, property) else attribute
+            function.__qualname__ = f"{cls.__name__}.{function.__name__}"
             setattr(cls, name, attribute)
