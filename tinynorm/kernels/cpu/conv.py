@@ -3,10 +3,9 @@ groups): the input in the *grid* layout of ``conv_grid.py``, one OpenBLAS GEMM p
 
 Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in docs/benchmarks.md):
 
-- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS reaches 85-99
-  GFLOP/s per core on these in-cache shapes; a direct convolution written in Numba reached 47-58 (LLVM
-  keeps no accumulator block in registers), so the convolution stays a GEMM and the work around it
-  is made cheap.
+- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS runs these
+  in-cache shapes nearly twice as fast as a direct convolution written in Numba (LLVM keeps no
+  accumulator block in registers), so the convolution stays a GEMM and the work around it is made cheap.
 - ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
   instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
   (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
