@@ -10,6 +10,9 @@ from . import _openmp
 _openmp.configure()
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)
+from . import tensor_methods  # noqa: E402  (the ops build on Tensor; this attaches them to it as its methods)
+
+tensor_methods.install(Tensor)
 from . import autograd, cuda, data, distributed, models, nn, ops, optim
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .creation import (

@@ -8,7 +8,7 @@ against GNU OpenMP (libgomp). Two facts decide which libgomp it uses:
   which runs tinynorm's matrix products on the same cores; tinynorm sets a short one.
 - PyTorch loads its own libgomp into the process's global symbol scope (``RTLD_GLOBAL``). Loaded after
   it, ``omppool`` binds to that copy, already initialised with the default spin: a Transformer step
-  mixing GEMMs and parallel kernels then ran 4x slower than with tinynorm imported first.
+  mixing GEMMs and parallel kernels then runs several times slower than with tinynorm imported first.
 
 So :func:`configure`, run when tinynorm is imported, sets the short spin unless you chose your own and
 loads ``omppool`` at once; if another OpenMP runtime already sits in the global scope it loads it with
@@ -47,11 +47,10 @@ torch_imported_first = False
 def configure() -> None:
     """Set tinynorm's OpenMP spin default, then load Numba's OpenMP layer on its own libgomp (see above).
 
-    Idle OpenMP threads and OpenBLAS's threads share the cores. libgomp's default spin starved BLAS on a
-    busy machine (a SmallCNN step took 360 ms against 8 ms), while sleeping at once
-    (``OMP_WAIT_POLICY=passive``) costs each parallel kernel a ~50-100 us wake-up on a quiet one
-    (LayerNorm 64x1024: 106 us against 20 us). A short spin keeps both: 18 us and a 7.5 ms step quiet,
-    ~9 ms loaded. Your own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
+    Idle OpenMP threads and OpenBLAS's threads share the cores. libgomp's default spin starves BLAS on a
+    busy machine, while sleeping at once (``OMP_WAIT_POLICY=passive``) costs each parallel kernel a
+    wake-up on a quiet one; a short spin keeps both fast (measured: docs/benchmarks.md). Your own
+    ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
     """
     global layer_load, spin_set_by_tinynorm, torch_imported_first
     torch_imported_first = "torch" in sys.modules

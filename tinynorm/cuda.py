@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
 
 from . import dtypes
-from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 __all__ = ["is_available", "device_count", "synchronize", "from_cuda_array", "memory_allocated", "memory_reserved",
            "empty_cache"]
@@ -143,6 +145,7 @@ def from_cuda_array(obj: Any) -> Tensor:
     storage = _device_memory(pointer, length, dtype, obj, interface.get("stream"))
 
     from .backends.cuda.array import CudaArray
+    from .tensor import Tensor  # tensor.py imports this module (for require)
 
     return Tensor._from_array(CudaArray(storage, shape, strides, offset=-low), "cuda")
 

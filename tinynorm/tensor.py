@@ -12,17 +12,19 @@ op (``add_``, ``+=``, ``x[i] = v``) writes into it, so every tensor sharing that
 Tensors that share memory share one :class:`VersionCounter`, which each in-place write bumps; autograd
 uses it to refuse gradients computed from values that have changed since (``docs/autograd.md``).
 
-This file says what a tensor is: its state, attributes, conversions, autograd and operators. The many
-methods that are ops with the tensor first (``x.sum(1)``, ``x.gather(1, i)``, ``x.sin_()``) are listed
-family by family in :mod:`tinynorm.tensor_methods`, which attaches them to the class below.
+This file says what a tensor is: its state, attributes, conversions and autograd state; it imports
+no op, because the ops build on ``Tensor``. The methods that are ops are attached to the class when
+``tinynorm`` is imported: the operators, in-place methods, ``to`` and ``backward`` from
+:mod:`tinynorm.tensor_operators`, and the many ops with the tensor first (``x.sum(1)``,
+``x.gather(1, i)``, ``x.sin_()``), family by family, from :mod:`tinynorm.tensor_methods`.
 """
 from __future__ import annotations
 
-import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from . import cuda as _cuda  # imports numba.cuda only when first used
 from . import dtypes, printing
 from .backends import canonical_device, get_backend
 from .backends.contract import Backend
@@ -126,11 +128,6 @@ class Tensor:
         return self.grad_fn is None
 
     @property
-    def T(self) -> "Tensor":  # noqa: N802
-        """The dims in reverse order (a view)."""
-        return _ops.permute(self, tuple(reversed(range(self.ndim))))
-
-    @property
     def _base(self) -> "Tensor | None":
         """The tensor whose memory this view shows (None unless this is a view), as in PyTorch."""
         return None if self._view is None else self._view[0]
@@ -147,43 +144,9 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
-    @property
-    def mT(self) -> "Tensor":  # noqa: N802  (PyTorch's name)
-        """The last two dims swapped (a view): the matrix transpose of each matrix in a batch."""
-        if self.ndim < 2:
-            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
-                               f"tensor.")
-        return _ops.transpose(self, -2, -1)
-
-    @property
-    def mH(self) -> "Tensor":  # noqa: N802
-        """The conjugate transpose of each matrix; tinynorm's tensors are real, so this is :attr:`mT`."""
-        if self.ndim < 2:
-            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.ndim}-D "
-                               f"tensor.")
-        return _ops.transpose(self, -2, -1)
-
-    @property
-    def H(self) -> "Tensor":  # noqa: N802
-        """The conjugate transpose of a matrix (2-D only); of a real one, its transpose."""
-        if self.ndim == 0:
-            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
-            return _ops.permute(self, ())
-        if self.ndim != 2:
-            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
-        return _ops.transpose(self, 0, 1)
-
     def adjoint(self) -> "Tensor":
         """The conjugate transpose of each matrix (a view): for real tensors, :attr:`mT`."""
         return self.mH
-
-    def size(self, dim: int | None = None) -> Any:
-        """The shape, or the size of dim ``dim`` (which may count from the end)."""
-        if dim is None:
-            return self.shape
-        if self.ndim == 0:
-            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        return self.array.shape[normalize_dim(dim, self.ndim, "size")]
 
     def dim(self) -> int:
         return self.ndim
@@ -291,19 +254,6 @@ class Tensor:
         self.requires_grad = bool(requires_grad)
         return self
 
-    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
-                 inputs: Any = None) -> None:
-        """Add d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad (of ``inputs`` only,
-        when given).
-
-        ``gradient`` is the upstream gradient (same shape as ``self``); it may be omitted for a
-        one-element tensor such as a loss.
-        """
-        if create_graph:
-            raise RuntimeError("backward(create_graph=True) is not supported: tinynorm records no graph of "
-                               "backward itself, so it has no higher-order gradients (docs/differences.md)")
-        _engine.backward(self, gradient, bool(retain_graph), inputs)
-
     def detach(self) -> "Tensor":
         """The same values (shared memory and version counter), cut from the graph."""
         detached = Tensor._from_array(self.array, self.device)
@@ -357,19 +307,6 @@ class Tensor:
             base, steps = source._view
             self._view = (base, steps + (step,))
 
-    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
-        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it.
-
-        Returns a handle whose ``remove()`` removes the hook.
-        """
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        node = _function._node_of(self)
-        if not node.hooks:
-            node.hooks = []
-        node.hooks.append(hook)
-        return RemovableHandle(node.hooks, hook)
-
     def retain_grad(self) -> None:
         """Keep the gradient of this non-leaf tensor in ``.grad`` after backward (as PyTorch)."""
         if not self.requires_grad:
@@ -389,23 +326,6 @@ class Tensor:
         return self.grad_fn is not None and any(getattr(hook, "retains_grad", False) for hook in self.grad_fn.hooks)
 
     # ----------------------------------------------------------------------- dtype and device
-    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
-           copy: bool = False) -> "Tensor":
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other)`` (its dtype and device);
-        returns ``self`` when nothing changes (unless ``copy``)."""
-        for arg in args:
-            if isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif isinstance(arg, (str, int)) and not isinstance(arg, bool):
-                device = arg
-            else:
-                dtype = arg
-        result = self
-        if dtype is not None and dtypes.as_dtype(dtype) != self.dtype:
-            result = _ops.cast(result, dtypes.as_dtype(dtype))
-        if device is not None and canonical_device(_Device(device)) != self.device:
-            result = _ops.to_device(result, resolve_device(device))
-        return _ops.clone(result) if copy and result is self else result
 
     def cpu(self) -> "Tensor":
         return self.to("cpu")
@@ -457,244 +377,7 @@ class Tensor:
             return self.to(by_name[name], device="cuda" if ".cuda." in dtype else "cpu")
         return self.to(dtypes.as_dtype(dtype))
 
-    # -------------------------------------------------------------------------------- in place
-    # Each writes into this tensor's memory and returns the tensor itself; ``tinynorm.ops.inplace`` says
-    # how autograd records them.
-    def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
-        return _inplace.arithmetic_(self, "add", other, alpha)
-
-    def sub_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
-        return _inplace.arithmetic_(self, "subtract", other, alpha)
-
-    def mul_(self, other: Any) -> "Tensor":
-        return _inplace.arithmetic_(self, "multiply", other)
-
-    def div_(self, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
-        if rounding_mode is not None:
-            return _inplace.modify(self, lambda t, o: _ops.div(t, o, rounding_mode=rounding_mode), other)
-        return _inplace.arithmetic_(self, "true_divide", other)
-
-    divide_ = div_
-
-    def pow_(self, exponent: Any) -> "Tensor":
-        return _inplace.arithmetic_(self, "power", exponent)
-
-    def neg_(self) -> "Tensor":
-        return _inplace.unary_(self, "negative")
-
-    def exp_(self) -> "Tensor":
-        return _inplace.unary_(self, "exp")
-
-    def log_(self) -> "Tensor":
-        return _inplace.unary_(self, "log")
-
-    def sqrt_(self) -> "Tensor":
-        return _inplace.unary_(self, "sqrt")
-
-    def rsqrt_(self) -> "Tensor":
-        return _inplace.modify(self, _ops.rsqrt)
-
-    def abs_(self) -> "Tensor":
-        return _inplace.unary_(self, "abs")
-
-    def tanh_(self) -> "Tensor":
-        return _inplace.unary_(self, "tanh")
-
-    def sigmoid_(self) -> "Tensor":
-        return _inplace.modify(self, _ops.sigmoid)
-
-    def relu_(self) -> "Tensor":
-        return _inplace.modify(self, _ops.relu)
-
-    def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
-        return _inplace.clamp_(self, min, max)
-
-    def clamp_min_(self, min: Any) -> "Tensor":  # noqa: A002
-        return _inplace.clamp_(self, min, None)
-
-    def clamp_max_(self, max: Any) -> "Tensor":  # noqa: A002
-        return _inplace.clamp_(self, None, max)
-
-    clip_ = clamp_
-
-    def masked_fill_(self, mask: Any, value: Any) -> "Tensor":
-        return _inplace.masked_fill_(self, mask, value)
-
-    def copy_(self, src: Any, non_blocking: bool = False) -> "Tensor":
-        """Copy ``src`` (a tensor on any device, or host data; broadcast and cast) into this tensor."""
-        return _inplace.copy_(self, src)
-
-    def fill_(self, value: Any) -> "Tensor":
-        return _inplace.fill_(self, value)
-
-    def zero_(self) -> "Tensor":
-        return _inplace.fill_(self, 0)
-
-    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
-        return _inplace.normal_(self, mean, std, generator)
-
-    def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> "Tensor":
-        return _inplace.uniform_(self, from_, to, generator)
-
-    def bernoulli_(self, p: float = 0.5, *, generator: Any = None) -> "Tensor":
-        return _inplace.bernoulli_(self, p, generator)
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        _inplace.setitem(self, index, value)
-
-    def __iadd__(self, other: Any) -> "Tensor":
-        return self.add_(other)
-
-    def __isub__(self, other: Any) -> "Tensor":
-        return self.sub_(other)
-
-    def __imul__(self, other: Any) -> "Tensor":
-        return self.mul_(other)
-
-    def __itruediv__(self, other: Any) -> "Tensor":
-        return self.div_(other)
-
-    def __ipow__(self, exponent: Any) -> "Tensor":
-        return self.pow_(exponent)
-
-    def __imatmul__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.matmul, other)
-
-    def __ifloordiv__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.floor_divide, other)
-
-    def __imod__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.remainder, other)
-
-    def __iand__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.bitwise_and, other)
-
-    def __ior__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.bitwise_or, other)
-
-    def __ixor__(self, other: Any) -> "Tensor":
-        return _inplace.modify(self, _ops.bitwise_xor, other)
-
-    # ------------------------------------------------------------------------------ operators
-    def __add__(self, other: Any) -> "Tensor":
-        return _ops.add(self, other)
-
-    def __radd__(self, other: Any) -> "Tensor":
-        return _ops.add(other, self)
-
-    def __sub__(self, other: Any) -> "Tensor":
-        return _ops.sub(self, other)
-
-    def __rsub__(self, other: Any) -> "Tensor":
-        return _ops.sub(other, self)
-
-    def __mul__(self, other: Any) -> "Tensor":
-        return _ops.mul(self, other)
-
-    def __rmul__(self, other: Any) -> "Tensor":
-        return _ops.mul(other, self)
-
-    def __truediv__(self, other: Any) -> "Tensor":
-        return _ops.true_divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> "Tensor":
-        return _ops.true_divide(other, self)
-
-    def __pow__(self, exponent: Any) -> "Tensor":
-        return _ops.pow(self, exponent)
-
-    def __rpow__(self, base: Any) -> "Tensor":
-        return _ops.pow(base, self)
-
-    def __floordiv__(self, other: Any) -> "Tensor":
-        return _ops.floor_divide(self, other)
-
-    def __rfloordiv__(self, other: Any) -> "Tensor":
-        return _ops.floor_divide(other, self)
-
-    def __mod__(self, other: Any) -> "Tensor":
-        return _ops.remainder(self, other)
-
-    def __rmod__(self, other: Any) -> "Tensor":
-        return _ops.remainder(other, self)
-
-    def __and__(self, other: Any) -> "Tensor":
-        return _ops.bitwise_and(self, other)
-
-    __rand__ = __and__
-
-    def __or__(self, other: Any) -> "Tensor":
-        return _ops.bitwise_or(self, other)
-
-    __ror__ = __or__
-
-    def __xor__(self, other: Any) -> "Tensor":
-        return _ops.bitwise_xor(self, other)
-
-    __rxor__ = __xor__
-
-    def __invert__(self) -> "Tensor":
-        if self.array.dtype.kind not in "biu":
-            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-        return _ops.bitwise_not(self)
-
-    def __neg__(self) -> "Tensor":
-        return _ops.neg(self)
-
-    def __pos__(self) -> "Tensor":
-        return self
-
-    def __abs__(self) -> "Tensor":
-        return _ops.abs(self)
-
-    def __matmul__(self, other: Any) -> "Tensor":
-        return _ops.matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> "Tensor":
-        return _ops.matmul(other, self)
-
-    def __getitem__(self, index: Any) -> "Tensor":
-        return _ops.getitem(self, index)
-
-    def __lt__(self, other: Any) -> "Tensor":
-        return _ops.lt(self, other)
-
-    def __le__(self, other: Any) -> "Tensor":
-        return _ops.le(self, other)
-
-    def __gt__(self, other: Any) -> "Tensor":
-        return _ops.gt(self, other)
-
-    def __ge__(self, other: Any) -> "Tensor":
-        return _ops.ge(self, other)
-
-    def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        if not isinstance(other, _COMPARABLE):
-            return NotImplemented  # ``t == None`` is False, as in PyTorch
-        return _ops.eq(self, other)
-
-    def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        if not isinstance(other, _COMPARABLE):
-            return NotImplemented
-        return _ops.ne(self, other)
-
-    def __contains__(self, element: Any) -> bool:
-        """``value in t``: whether any element equals ``value`` (a number or a tensor), as in PyTorch."""
-        if not isinstance(element, _COMPARABLE):
-            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
-                               f"{type(element)}.")
-        return bool(_ops.eq(self, element).any())
-
-    def __iter__(self) -> Any:
-        """The slices along dim 0 (views), as ``unbind(0)``."""
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return iter(_ops.unbind(self, 0))
-
     __hash__ = object.__hash__
-
-
-_COMPARABLE = (Tensor, int, float, np.ndarray, np.generic)  # what ``==`` compares elementwise (bool is an int)
 
 
 def is_tensor(obj: Any) -> bool:
@@ -795,15 +478,3 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         from .creation import from_numpy  # creation builds on this module
         return from_numpy(data)  # shares the array's memory, as PyTorch's as_tensor does
     return tensor(data, dtype=dtype, device=device)
-
-
-from . import ops as _ops  # noqa: E402  (ops build on Tensor)
-from .ops import inplace as _inplace  # noqa: E402
-from .ops.dims import normalize_dim  # noqa: E402
-from . import tensor_methods as _methods  # noqa: E402
-
-_methods.install(Tensor)
-from .autograd import engine as _engine  # noqa: E402
-from .autograd import function as _function  # noqa: E402
-from .autograd.hooks import RemovableHandle  # noqa: E402
-from . import cuda as _cuda  # noqa: E402  (imports numba.cuda only when first used)

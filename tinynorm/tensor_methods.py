@@ -2,7 +2,7 @@
 
 Most of PyTorch's Tensor methods are its functions with the tensor first: ``x.gather(1, i)`` is
 ``torch.gather(x, 1, i)``. Here such a method *is* the op: ``Tensor.gather`` is
-``tinynorm.ops.gather``, attached to the class by :func:`install` when ``tinynorm.tensor`` is loaded
+``tinynorm.ops.gather``, attached to the class by :func:`install` when ``tinynorm`` is imported
 (the ops build on ``Tensor``, so the class cannot name them when it is defined). That keeps
 ``tensor.py`` about what a tensor is, keeps each signature in one place, and costs no extra call.
 Methods whose arguments differ from the function's (``x.reshape(2, 3)``, ``x.where(cond, y)``) are
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import creation, dtypes
+from . import creation, dtypes, tensor_operators
 from .ops import (
     arithmetic, bitwise, comparison, division, elementwise, inplace, linalg, matrix, pointwise, rearrange, reductions,
     products, scan, selection, sorting, special, statistics, trigonometric,
@@ -316,7 +316,9 @@ def _view_in_place(view: Callable, name: str) -> Callable:
 
 def install(cls: type) -> None:
     """Attach the methods of :data:`METHODS`, the properties of :data:`PROPERTIES`, the in-place
-    variants of :data:`IN_PLACE` and the random fills of :mod:`tinynorm.random_fills` to ``cls``."""
+    variants of :data:`IN_PLACE`, the random fills of :mod:`tinynorm.random_fills` and the operators of
+    :mod:`tinynorm.tensor_operators` to ``cls``."""
+    tensor_operators.install(cls)
     for name, function in METHODS.items():
         setattr(cls, name, function)
     for name, attribute in PROPERTIES.items():

@@ -271,6 +271,9 @@ def _family_launch_cases():
     ]
 
 
+_COMPILED: dict = {}  # (kernel, signature) -> (compiled _Kernel, sizes): the launch tests share their compilations
+
+
 @pytest.fixture
 def compile_kernel(compile_ptx, monkeypatch):
     """``compile_kernel(kernel, signature) -> (compiled _Kernel, PTX parameter sizes)``, without a GPU."""
@@ -284,10 +287,12 @@ def compile_kernel(compile_ptx, monkeypatch):
         monkeypatch.setattr(codegen.devices, "get_context", lambda devnum=None: SimpleNamespace(device=device))
 
     def compile_(kernel, signature):
-        compiled = dispatcher._Kernel(kernel.py_func, signature, extensions=[NONE_AS_NULL_POINTER])
-        parameters = PTX_ENTRY.search(compile_ptx(kernel, signature)).group(1)
-        sizes = [int(n) if n else PTX_SIZES[kind] for kind, n in PTX_PARAM.findall(parameters)]
-        return compiled, sizes
+        if (kernel, signature) not in _COMPILED:
+            compiled = dispatcher._Kernel(kernel.py_func, signature, extensions=[NONE_AS_NULL_POINTER])
+            parameters = PTX_ENTRY.search(compile_ptx(kernel, signature)).group(1)
+            sizes = [int(n) if n else PTX_SIZES[kind] for kind, n in PTX_PARAM.findall(parameters)]
+            _COMPILED[kernel, signature] = compiled, sizes
+        return _COMPILED[kernel, signature]
 
     return compile_
 

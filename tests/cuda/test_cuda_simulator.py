@@ -7,7 +7,8 @@ silently. Run one file directly with ``NUMBA_ENABLE_CUDASIM=1 python -m pytest t
 
 The simulator runs kernels in Python on one core, and the files take from seconds to minutes. So all
 selected files start in a pool of one worker per core as soon as the tests are collected, the slowest
-first (about 2 minutes each for the first four on a 2-core machine, seconds to a minute for the rest),
+first (``sim_api_ops.py``, the API tests on CUDA, takes about 3 minutes on a 2-core machine, the next
+few 1-2 minutes each, the rest seconds to a minute),
 while this process runs the other tests; these tests run last (``tests/conftest.py`` moves them) and
 each waits for its own file.
 """
@@ -23,8 +24,8 @@ import pytest
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-SLOWEST = ["sim_norm_layers.py", "sim_bench_training.py", "sim_host_tools.py", "sim_norm_kernels.py", "sim_nn_api.py",
-           "sim_ops.py", "sim_training.py"]
+SLOWEST = ["sim_api_ops.py", "sim_norm_layers.py", "sim_bench_training.py", "sim_host_tools.py", "sim_norm_kernels.py",
+           "sim_nn_api.py", "sim_ops.py", "sim_training.py"]
 # The slowest first, so that the pool ends on short files.
 SIMULATOR_FILES = sorted((path.name for path in HERE.glob("sim_*.py")),
                          key=lambda name: (SLOWEST.index(name) if name in SLOWEST else len(SLOWEST), name))

@@ -44,8 +44,8 @@ def single_threaded() -> Iterator[None]:
     """Run Numba kernels and BLAS on one thread, restoring the previous settings afterwards.
 
     The experiments' tensors are small: on two cores shared with other work, parallel regions cost far
-    more than they save (a 6-layer LM training step: ~900 ms with the default threads, ~175 ms on one;
-    a SmallCNN step at batch 32: 244 ms against 24 ms). BLAS threads are limited through threadpoolctl
+    more than they save: an LM or SmallCNN training step is several times faster on one thread
+    (measured: docs/benchmarks.md). BLAS threads are limited through threadpoolctl
     when it is installed (it comes with scikit-learn); without it only Numba's are.
     """
     import numba

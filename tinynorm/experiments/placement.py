@@ -72,6 +72,7 @@ from ..tensor import Tensor, tensor
 from .common import (check_lines, forward_hooks, markdown_table, new_figure, quick_mode_checks, save_figure,
                      single_threaded, write_json)
 from .common import progress as progress_bar
+from .training import loss_of, train_steps
 
 NORMS = ("layernorm", "rmsnorm")
 PLACEMENTS = ("pre", "post")
@@ -124,12 +125,6 @@ FULL = Settings(
 
 
 # ------------------------------------------------------------------------------------------ measuring
-
-
-def loss_of(model: nn.Module, inputs: np.ndarray, targets: np.ndarray) -> Tensor:
-    """Mean cross-entropy of ``model``: logits (N, C) for a classifier or (B, T, V) for a language model."""
-    logits = model(tensor(inputs))
-    return cross_entropy(logits.reshape(-1, logits.shape[-1]), tensor(targets).reshape(-1))
 
 
 def feedforward_weights(model: nn.Module) -> list[Tensor]:
@@ -304,18 +299,7 @@ def train_run(task: Task, settings: Settings, depth: int, placement: str, lr: fl
         opt, settings.warmup_steps if warmup else 0, settings.train_steps, min_lr=0.1 * lr)
     eval_inputs, eval_targets, unigram = evaluation
     initial = float(window_losses(model, eval_inputs, eval_targets).mean())
-    rng = np.random.default_rng(seed)
-    losses = []
-    for _ in range(settings.train_steps):
-        inputs, targets = task.sample(rng, settings.train_batch_size)
-        opt.zero_grad()
-        loss = loss_of(model, inputs, targets)
-        losses.append(float(loss.item()))
-        if not math.isfinite(losses[-1]):
-            break
-        loss.backward()
-        opt.step()
-        schedule.step()
+    losses = train_steps(model, opt, task.sample, settings.train_batch_size, settings.train_steps, seed, schedule)
     final = window_losses(model, eval_inputs, eval_targets)
     gain = unigram - final  # per window: how much better than the character frequencies
     record = {"depth": depth, "placement": placement, "lr": lr, "warmup": warmup, "seed": seed, "losses": losses,

@@ -30,7 +30,6 @@ from .. import nn, optim
 from ..autograd import no_grad
 from ..data import CharTokenizer, load_text_corpus, sample_lm_batch
 from ..models import ResidualMLP, TinyTransformerLM
-from ..nn.functional import cross_entropy
 from ..nn.residual import Residual
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
@@ -38,6 +37,7 @@ from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
 from .common import cpu_seconds, duration, markdown_table, new_figure, run_seeds, save_figure, single_threaded
 from .common import progress as progress_bar
 from .records import write_outputs
+from .training import train_steps
 
 MODELS = ("mlp", "transformer")
 VARIANTS = ("none", "pre", "post")
@@ -151,26 +151,10 @@ def variance_profile(model: nn.Module, inputs: np.ndarray) -> dict[str, list[Any
     return rows
 
 
-def loss_of(model: nn.Module, inputs: np.ndarray, targets: np.ndarray) -> Tensor:
-    logits = model(tensor(inputs))
-    return cross_entropy(logits.reshape(-1, logits.shape[-1]), tensor(targets.reshape(-1)))
-
-
 def train(model: nn.Module, task: Task, settings: Settings, seed: int) -> list[float]:
     """Adam for ``train_steps`` steps; the training losses (stops at a non-finite one)."""
     optimizer = optim.Adam(model.parameters(), lr=settings.lr)
-    rng = np.random.default_rng(seed)
-    losses = []
-    for _ in range(settings.train_steps):
-        inputs, targets = task.batch(rng, settings.train_batch)
-        optimizer.zero_grad()
-        loss = loss_of(model, inputs, targets)
-        losses.append(float(loss.item()))
-        if not math.isfinite(losses[-1]):
-            break
-        loss.backward()
-        optimizer.step()
-    return losses
+    return train_steps(model, optimizer, task.batch, settings.train_batch, settings.train_steps, seed)
 
 
 # ------------------------------------------------------------------------------------------ run

@@ -14,6 +14,14 @@ backward are the same code on both devices: operators with broadcasting and nump
 assignment through views (:mod:`.shape`), advanced indexing (:mod:`.indexing`) and reductions
 (:mod:`.reductions`). It never converts itself to a host array silently: ``np.asarray(a)`` raises,
 copies to the host are explicit (``to_numpy``), as in PyTorch.
+
+Imports: those methods are the backend's own functions (``.T`` is :func:`.shape.transpose`, ``-a`` is
+:func:`.elementwise.negative`, ``copy`` the strided-copy kernel), and those functions and kernels take and
+make CudaArrays, so this module and :mod:`.shape`, :mod:`.elementwise`, :mod:`.creation` and the kernels'
+``strided``, ``elementwise`` and ``_shared`` import one another. The cycle is kept on purpose: the class is
+defined first and imports those modules at its end, which keeps a dozen one-line methods beside the class
+they belong to (``Tensor`` attaches its many op methods from other modules instead; here that would split
+a small class for little gain).
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 # Per-thread partial sums are padded to whole 64-byte cache lines so that two threads never write to
-# the same line (false sharing made a narrow backward 1.7-2x slower).
+# the same line: false sharing slows the narrow backward down severalfold (measured: docs/benchmarks.md).
 CACHE_LINE_BYTES = 64
 
 

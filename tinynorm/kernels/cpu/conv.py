@@ -3,27 +3,23 @@ groups): the input in the *grid* layout of ``conv_grid.py``, one OpenBLAS GEMM p
 
 Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in docs/benchmarks.md):
 
-- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS reaches 85-99
-  GFLOP/s per core on these in-cache shapes; a direct convolution written in Numba reached 47-58 (LLVM
-  keeps no accumulator block in registers), so the convolution stays a GEMM and the work around it
-  is made cheap.
+- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS runs these
+  in-cache shapes nearly twice as fast as a direct convolution written in Numba (LLVM keeps no
+  accumulator block in registers), so the convolution stays a GEMM and the work around it is made cheap.
 - ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
   instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
   (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
 - Samples go through in chunks. With one thread, a chunk's ``cols`` fit in the L2 cache (1 MiB), so
   they are written and read there. With more, chunks of up to 16 MiB make few, large GEMMs: each GEMM
   call hands work to OpenBLAS's thread pool and back, whose threads then spin and compete with the
-  parallel kernels around it, and with 1 MiB chunks (one sample at 28x28) that dominated. Forward +
-  backward of 32x32x28x28 -> 32 at 2 threads on a loaded machine, CPU time over PyTorch's: 6.2 with
-  1 MiB chunks, 2.7 with 4 MiB, 1.1 with 16 MiB; at 1 thread 1.5, 1.8, 2.3. The backward rebuilds each
-  chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the input alive between forward
-  and backward.
+  parallel kernels around it, and with 1 MiB chunks (one sample at 28x28) that dominates. The backward
+  rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the input alive
+  between forward and backward.
 - The output copy adds the bias and writes NCHW directly; the backward's two GEMMs per chunk give
   ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
   additions (col2im) and onto the input by the adjoint of the grid split. ``dweight`` is computed
   transposed because OpenBLAS threads a long-K product with few rows badly: ``dy_grid @ cols^T``
-  (32 x 27k @ 27k x 288) took 108 ms of CPU at 2 threads against 16 ms for ``cols @ dy_grid^T``, and
-  12 against 8 ms at 1 thread.
+  costs several times the CPU time of ``cols @ dy_grid^T`` (32 x 27k @ 27k x 288).
 - 1x1 convolutions with stride 1 and no padding skip the grid: ``weight @ x[n]`` per sample.
 
 ``padding_mode`` 'reflect', 'replicate' and 'circular' pad the input explicitly first (as PyTorch does);
@@ -259,8 +255,8 @@ _scratch_buffers = threading.local()
 def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A C-contiguous work array of ``shape``, reused from call to call (one per thread, name and dtype).
 
-    A fresh buffer of 1 MiB costs its page faults on every call, which on this virtual machine made
-    filling a chunk's ``cols`` 4x slower (0.99 against 0.24 ms at 64x16x8x8). Arrays above
+    A fresh buffer of 1 MiB costs its page faults on every call, which makes filling a chunk's ``cols``
+    several times slower on a virtual machine (measured: docs/benchmarks.md). Arrays above
     SCRATCH_LIMIT (a chunk of one sample of a large image) are allocated afresh, so no thread keeps more
     than a chunk's ``cols`` and GEMM product alive (at most 32 MiB of float32).
     """

@@ -7,7 +7,7 @@ With ``s = softmax(x)`` and upstream gradient ``g``:
 ``softmax``: ``dx = s * (g - sum(g * s))``; ``log_softmax`` (``out = log s``): ``dx = g - s * sum(g)``.
 
 The exponentials are left to numpy's ``exp``: it is SIMD-vectorized, where a Numba loop calls the scalar
-libm ``exp`` per element (no SVML here), measured 4-5x slower (262144 floats: 0.13 ms against 0.56 ms).
+libm ``exp`` per element (without SVML), several times slower (measured: docs/benchmarks.md).
 So the forward is a Numba pass (shift by the row max), numpy's ``exp`` in place, and a Numba pass (divide
 by the row sum); no temporary array for softmax, against two and five passes for plain numpy.
 """

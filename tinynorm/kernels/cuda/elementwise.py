@@ -352,9 +352,8 @@ def map_strided(op: Callable, out: Any, out_offset: int, out_strides: Sequence[i
     (an in-place ``a += b`` is fine, writing a view onto a shifted view of itself is not).
 
     When every view is its storage read in C order (``out`` whole, nothing offset, transposed or
-    broadcast), :func:`flat_map_kernel` does the work: the same values for less host time. On the fake
-    device of benchmarks/bench_host_overhead.py, ``x + x`` on a (64, 64) tensor took 42 µs of host
-    time with the strided kernel and 26.5 µs with the flat one (medians of three alternating runs).
+    broadcast), :func:`flat_map_kernel` does the work: the same values for less host time (measured:
+    docs/benchmarks.md).
     """
     if not 1 <= len(operands) <= MAX_OPERANDS or len(casts) != len(operands):
         raise ValueError(f"map_strided: expected 1 to {MAX_OPERANDS} operands with one cast each, "

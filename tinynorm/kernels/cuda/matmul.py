@@ -187,8 +187,8 @@ def gemm(a: Any, a_strides: tuple, b: Any, b_strides: tuple, batch_shape: tuple,
          bias: Any = None) -> None:
     """:func:`matmul_strided` without its checks: the launch alone, for arguments it has checked or that
     are valid by construction (the CUDA backend's matmul passes its own views' strides, tuples of ints).
-    The checks take about half of ``matmul_strided``'s host time (7 of 14 µs on the fake device of
-    benchmarks/bench_host_overhead.py), and a training step runs dozens of products.
+    The checks take about half of ``matmul_strided``'s host time (measured: docs/benchmarks.md), and a
+    training step runs dozens of products.
     """
     if not out.size:
         return

@@ -1,7 +1,7 @@
 """Kernel launches with little host overhead: Numba compiles, the driver launches.
 
-Launching through Numba's dispatcher costs 30-37 µs of host time for a kernel with 4 arrays and 2
-scalars (H200, numba-cuda 0.30.4): it types every argument, looks up the compiled overload, converts
+Launching through Numba's dispatcher costs tens of microseconds of host time per kernel (measured:
+docs/benchmarks.md): it types every argument, looks up the compiled overload, converts
 each array to a memory view and packs a fresh parameter block. A small norm call would spend more time
 on the host than its kernels take on the GPU.
 
@@ -153,8 +153,8 @@ def _writer(ty: Any) -> Callable[[Any], list[int]]:
 
 
 def _float_writer(ty: Any) -> Callable[[Any], list[int]]:
-    """The bits of a float argument, packed by ``struct`` (0.15 µs; through numpy scalars, as
-    :func:`flatten` does, 2 µs). A plan's float parameters come from values of their own type (a
+    """The bits of a float argument, packed by ``struct`` (an order of magnitude cheaper than through
+    numpy scalars, as :func:`flatten` does). A plan's float parameters come from values of their own type (a
     float32 parameter from a ``np.float32``), so the value always fits."""
     pack = struct.Struct({16: "<e", 32: "<f", 64: "<d"}[ty.bitwidth]).pack
     return lambda value: [int.from_bytes(pack(value), "little")]
