@@ -1,6 +1,6 @@
 """Kernel launches with little host overhead: Numba compiles, the driver launches.
 
-Launching through Numba's dispatcher costs tens of microseconds of host time per kernel (measured:
+Launching through Numba's dispatcher costs tens of microseconds of host time per kernel (see
 docs/benchmarks.md): it types every argument, looks up the compiled overload, converts
 each array to a memory view and packs a fresh parameter block. A small norm call would spend more time
 on the host than its kernels take on the GPU.
