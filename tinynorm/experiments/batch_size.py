@@ -533,8 +533,10 @@ STALE_MIN_RATIO = 3.0  # error with stale running statistics vs the trained mode
 BATCH_INDEPENDENT = ("groupnorm", "layernorm")
 # Claims quick mode judges (python -m tinynorm.experiments.audit batch-size): those whose quick runs
 # pass with every seed set. Its runs hold only the digits MLP at batch 2 and 32 and the digits CNN at 32.
+# Audit of 2026-12-01 (docs/runs/audit_batch_size.md): each of these 5/5; digits-mlp.train_eval_discrepancy 0/5.
 QUICK_CLAIMS = frozenset({"digits-mlp.batchnorm_degrades", "digits-mlp.layernorm_flat", "digits-mlp.rule_batch_32",
-                          "digits-mlp.rule_batch_2", "mistake.train_mode", "mistake.stale_statistics"})
+                          "digits-mlp.rule_batch_2", "digits-mlp.noise_follows_n_eff",
+                          "digits-mlp.breakdown_is_training_noise", "mistake.train_mode", "mistake.stale_statistics"})
 
 
 def rise(cells: dict[str, Any], small: str, large: str) -> tuple[float, float]:

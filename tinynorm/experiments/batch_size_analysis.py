@@ -112,6 +112,13 @@ def deeper_layer_ratios(analysis: dict[str, dict[str, Any]]) -> dict[str, list[f
                    if "mean_variance_ratio" in layer] for kind, cells in analysis.items()}
 
 
+def std_spread_ratios(analysis: dict[str, dict[str, Any]]) -> dict[str, list[float]]:
+    """Per model: every BatchNorm's relative spread of the batch standard deviation over the
+    1/sqrt(2 n_eff) of independent Gaussian values, at every batch size."""
+    return {kind: [layer["std_spread"] * math.sqrt(2 * layer["n_eff"]) for cell in cells.values()
+                   for layer in cell["layers"]] for kind, cells in analysis.items()}
+
+
 def checks(analysis: dict[str, dict[str, Any]], reference: int, small: int, noise_batches: int,
            reference_samples: int) -> list[dict[str, Any]]:
     """The analysis' claims with their measured verdicts: per model, the first BatchNorm's batch mean
@@ -162,11 +169,14 @@ def summary_lines(analysis: dict[str, dict[str, Any]], reference: int, noise_bat
     point = breaking_point(table, reference)
     lines = []
     if point["degraded"]:
-        lines.append(f"- When BatchNorm breaks: its error rises in {len(point['degraded'])} of "
-                     f"{len(point['degraded']) + len(point['intact'])} cells below batch {reference}, all at a "
-                     f"smallest n_eff of at most {point['largest_degraded_n_eff']:.1f} (batch mean spread "
-                     f"{point['largest_degraded_n_eff'] ** -0.5:.2f} of the std); no rise from n_eff "
-                     f"{point['smallest_intact_n_eff'] or float('nan'):.1f} up.")
+        low = min(c["n_eff"] for c in point["degraded"])
+        high = point["largest_degraded_n_eff"]
+        intact = [c["n_eff"] for c in point["intact"]]
+        lines.append(f"- When BatchNorm breaks: its error rises (running statistics) in {len(point['degraded'])} of "
+                     f"{len(point['degraded']) + len(intact)} cells below batch {reference}, at a smallest n_eff of "
+                     f"{low:.1f}-{high:.1f} (a batch mean spreading by {low ** -0.5:.2f}-{high ** -0.5:.2f} of the "
+                     f"std at the first BatchNorm)" + (f"; it does not in {len(intact)}, at n_eff {min(intact):.1f}-"
+                                                       f"{max(intact):.1f}." if intact else "."))
     for kind, cells in table.items():
         for batch in sorted((b for b, c in cells.items() if c["degraded"]), key=int):
             c = cells[batch]
@@ -175,11 +185,13 @@ def summary_lines(analysis: dict[str, dict[str, Any]], reference: int, noise_bat
                          f"{c['rise']['batch']['mean']:+.2f} with batch statistics; evaluating as trained recovers "
                          f"{c['recovered']['mean']:+.2f}: {c['training_noise']:.2f} points training noise, "
                          f"{c['discrepancy']:.2f} train/eval discrepancy.")
+    deeper, stds = deeper_layer_ratios(analysis), std_spread_ratios(analysis)
     for kind, noise in first_layer_noise(analysis, noise_batches, reference_samples).items():
-        deeper = deeper_layer_ratios(analysis)[kind]
-        tail = f"; deeper BatchNorms median {np.median(deeper):.2f}" if deeper else ""
+        tail = f"; deeper BatchNorms median {np.median(deeper[kind]):.2f}" if deeper[kind] else ""
+        q25, q50, q75 = np.percentile(stds[kind], [25, 50, 75])
         lines.append(f"- {kind}: batch-mean variance over the n_eff prediction, first BatchNorm "
-                     f"{noise['ratio']:.2f} +- {noise['se']:.2f}{tail}.")
+                     f"{noise['ratio']:.2f} +- {noise['se']:.2f}{tail}; batch-std spread over 1/sqrt(2 n_eff), every "
+                     f"BatchNorm: median {q50:.2f} (quartiles {q25:.2f}-{q75:.2f}).")
     return lines
 
 
@@ -245,6 +257,8 @@ def plot(analysis: dict[str, dict[str, Any]], reference: int, file: Path) -> Pat
         ax.set_ylabel("spread over batches / population std")
     rise_ax.set_xscale("log", base=2)
     rise_ax.set_yscale("symlog", linthresh=2.0)
+    ticks = [-2, -1, 0, 1, 2, 5, 10, 20, 50]
+    rise_ax.set_yticks(ticks, [str(t) for t in ticks])
     rise_ax.axhline(0.0, color="gray", linewidth=0.8)
     rise_ax.set_xlabel("smallest n_eff of the network's BatchNorms")
     rise_ax.set_ylabel(f"test error minus error at batch {reference} (points)")
