@@ -131,7 +131,7 @@ def checks(analysis: dict[str, dict[str, Any]], reference: int, small: int, nois
         found.append({"id": f"{kind}.noise_follows_n_eff",
                       "claim": f"{kind}: the first BatchNorm's batch mean varies as 1/n_eff predicts for independent "
                                f"samples: measured/predicted variance {noise['ratio']:.3f} +- {noise['se']:.3f} "
-                               f"({noise['estimates']} estimates of {noise_batches} batches; within "
+                               f"({noise['estimates']} runs of {noise_batches} batches each; within "
                                f"{EQUALITY_SE:g} standard errors of 1)",
                       "passed": abs(off) <= EQUALITY_SE * noise["se"]})
     table = degradation(analysis, reference)
