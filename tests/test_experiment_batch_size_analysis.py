@@ -15,7 +15,7 @@ pytest.importorskip("matplotlib")
 
 
 def noise_bound(batches, reference):
-    """EQUALITY_SE standard errors of a measured/predicted variance ratio (see first_layer_noise)."""
+    """EQUALITY_SE standard errors of one measured/predicted variance ratio (see first_layer_noise)."""
     return analysis.EQUALITY_SE * math.sqrt(2 / (batches - 1) + 2 / (reference - 1))
 
 

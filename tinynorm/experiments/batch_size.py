@@ -424,7 +424,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     results: dict[str, Any] = {
         "quick": quick,
         "settings": dict(asdict(settings), reference_batch=REFERENCE_BATCH, eval_batch=EVAL_BATCH, momentum=0.9,
-                         batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES,
+                         batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES, noise_reference=NOISE_REFERENCE,
                          schedule="cosine to 0 over all steps, per step",
                          data={"digits": "load_digits(), standardized", "mnist1d": "load_mnist1d()"},
                          models={kind: MODELS[kind][1] for kind in settings.models}),
@@ -437,7 +437,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     results["checks"], results["full_run_only"] = quick_mode_checks(
         checks(errors, analysis, mistakes, settings), quick, QUICK_CLAIMS)
     results["figures"] = [str(plot(errors, settings, out_dir / "batch_size.png")),
-                          str(batch_size_analysis.plot(analysis, REFERENCE_BATCH, out_dir / "batch_size_statistics.png"))]
+                          str(batch_size_analysis.plot(analysis, REFERENCE_BATCH,
+                                                       out_dir / "batch_size_statistics.png"))]
     results["wall_seconds"] = time.perf_counter() - start
     results["summary"] = summarize(results)
     write_json(out_dir / "batch_size.json", results)
@@ -737,8 +738,8 @@ def report(results: dict[str, Any]) -> list[str]:
     lines += markdown_table(["model", "B", "values", "n_eff", "mean spread", "std spread", "running", "recomputed", "batch",
                              "running stats by momentum"], rows) + [""]
     lines += ["## When BatchNorm breaks", "",
-              (f"BatchNorm's rise in test error over batch {REFERENCE_BATCH} under each kind of statistics (each against "
-               "its own error there; mean +- standard error over seeds); what evaluating the same weights with batch "
+              (f"BatchNorm's rise in test error over batch {REFERENCE_BATCH} under each kind of statistics (each "
+               "against its own error there; mean +- standard error over seeds); what evaluating the same weights with batch "
                "statistics of the training size gains over the running statistics; and the rise with running "
                "statistics split into the train/eval discrepancy (that gain, between 0 and the rise) and training "
                "noise (the rest)."), ""]

@@ -90,19 +90,21 @@ def breaking_point(table: dict[str, dict[str, dict[str, Any]]], reference: int) 
 def first_layer_noise(analysis: dict[str, dict[str, Any]], noise_batches: int,
                       reference_samples: int) -> dict[str, dict[str, float]]:
     """Per model: the first BatchNorm's measured variance of the batch mean over the one n_eff predicts
-    (``mean_variance_ratio``), averaged over batch sizes with each seed's estimate weighted equally,
-    and its standard error. The error follows from the measurement, not from the scatter: a
-    variance estimated from ``noise_batches`` batch means has a relative standard error of
-    sqrt(2 / (batches - 1)) for Gaussian batch means, the population variance behind the prediction
-    sqrt(2 / (samples - 1)); averaging over channels is not counted, as the channels share the batches."""
-    per_estimate = math.sqrt(2 / (noise_batches - 1) + 2 / (reference_samples - 1))
+    (``mean_variance_ratio``), averaged over batch sizes with each run weighted equally, and its
+    standard error. The error follows from the measurement, not from the scatter: a variance from
+    ``noise_batches`` batch means has a relative standard error of sqrt(2 / (batches - 1)) for
+    Gaussian batch means, independent from run to run; the population variance behind the prediction
+    one of sqrt(2 / (samples - 1)), counted once per seed, as a run draws its reference samples with
+    its seed, the same ones at every batch size. Averaging over channels is not counted: the
+    channels share the batches."""
     found = {}
     for kind, cells in analysis.items():
         usable = [c for c in cells.values() if "mean_variance_ratio" in c["layers"][0]]
         if usable:
-            estimates = sum(c["seeds"] for c in usable)
-            ratio = sum(c["layers"][0]["mean_variance_ratio"] * c["seeds"] for c in usable) / estimates
-            found[kind] = {"ratio": ratio, "se": per_estimate / math.sqrt(estimates), "estimates": estimates}
+            runs, seeds = sum(c["seeds"] for c in usable), max(c["seeds"] for c in usable)
+            ratio = sum(c["layers"][0]["mean_variance_ratio"] * c["seeds"] for c in usable) / runs
+            se = math.sqrt(2 / (noise_batches - 1) / runs + 2 / (reference_samples - 1) / seeds)
+            found[kind] = {"ratio": ratio, "se": se, "estimates": runs}
     return found
 
 
