@@ -116,6 +116,6 @@ def test_rebuilds_tables_checks_and_figure_from_records(tmp_path, capsys):
     figure = tmp_path / "statistics.png"
     assert analysis.main([str(records), "--figure", str(figure)]) == 0
     printed = capsys.readouterr().out
-    assert "| mlp | 2 | 2.0 | 0.71 |" in printed
+    assert "| mlp | 2 | 2 | 2.0 | 0.71 |" in printed
     assert "- PASS batchnorm.n_eff_decides:" in printed and "- PASS mlp.breakdown_is_training_noise:" in printed
     assert figure.read_bytes().startswith(b"\x89PNG")

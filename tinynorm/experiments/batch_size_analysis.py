@@ -67,7 +67,8 @@ def degradation(analysis: dict[str, dict[str, Any]], reference: int) -> dict[str
             running, recovered = rise["running"], _paired_gap(cell)
             discrepancy = min(max(recovered["mean"], 0.0), max(running["mean"], 0.0))
             table.setdefault(kind, {})[batch] = {
-                "min_n_eff": cell["min_n_eff"], "min_values": cell["min_values"], "rise": rise,
+                "min_n_eff": cell["min_n_eff"], "min_values": cell["min_values"],
+                "seeds": min(cell["seeds"], base["seeds"]), "rise": rise,
                 "recovered": recovered, "discrepancy": discrepancy, "training_noise": running["mean"] - discrepancy,
                 "degraded": int(batch) != reference and running["mean"] > max(MIN_POINTS, NOISE_SE * running["se"])}
     return table
@@ -133,7 +134,7 @@ def checks(analysis: dict[str, dict[str, Any]], reference: int, small: int, nois
         found.append({"id": f"{kind}.noise_follows_n_eff",
                       "claim": f"{kind}: the first BatchNorm's batch mean varies as 1/n_eff predicts for independent "
                                f"samples: measured/predicted variance {noise['ratio']:.3f} +- {noise['se']:.3f} "
-                               f"({noise['estimates']} runs of {noise_batches} batches each; within "
+                               f"({noise['estimates']} run(s) of {noise_batches} batches each; within "
                                f"{EQUALITY_SE:g} standard errors of 1)",
                       "passed": abs(off) <= EQUALITY_SE * noise["se"]})
     table = degradation(analysis, reference)
@@ -198,16 +199,20 @@ def summary_lines(analysis: dict[str, dict[str, Any]], reference: int, noise_bat
 
 
 def report_lines(analysis: dict[str, dict[str, Any]], reference: int) -> list[str]:
-    """Markdown table of the rise in error per kind of statistics and its split, per model and batch."""
+    """Markdown table of the rise in error per kind of statistics and its split, per model and batch
+    (the standard errors where both batch sizes have several seeds)."""
+    def shown(value: dict[str, float], seeds: int) -> str:
+        return f"{value['mean']:+.2f}" + (f" +- {value['se']:.2f}" if seeds > 1 else "")
+
     rows = []
     for kind, cells in degradation(analysis, reference).items():
         for batch in sorted(cells, key=int):
             c = cells[batch]
-            rows.append([kind, batch, f"{c['min_n_eff']:.1f}", f"{c['min_n_eff'] ** -0.5:.2f}",
-                         *(f"{c['rise'][m]['mean']:+.2f} +- {c['rise'][m]['se']:.2f}" for m in MODES),
-                         f"{c['recovered']['mean']:+.2f} +- {c['recovered']['se']:.2f}", f"{c['training_noise']:.2f}",
+            rows.append([kind, batch, c["seeds"], f"{c['min_n_eff']:.1f}", f"{c['min_n_eff'] ** -0.5:.2f}",
+                         *(shown(c["rise"][m], c["seeds"]) for m in MODES),
+                         shown(c["recovered"], c["seeds"]), f"{c['training_noise']:.2f}",
                          f"{c['discrepancy']:.2f}", "yes" if c["degraded"] else "no"])
-    return markdown_table(["model", "B", "smallest n_eff", "1/sqrt(n_eff)", "rise: running", "rise: recomputed",
+    return markdown_table(["model", "B", "seeds", "smallest n_eff", "1/sqrt(n_eff)", "rise: running", "rise: recomputed",
                            "rise: batch", "running - batch (same weights)", "training noise", "train/eval discrepancy",
                            "degraded"], rows)
 
