@@ -119,3 +119,19 @@ def test_rebuilds_tables_checks_and_figure_from_records(tmp_path, capsys):
     assert "| mlp | 2 | 2 | 2.0 | 0.71 |" in printed
     assert "- PASS batchnorm.n_eff_decides:" in printed and "- PASS mlp.breakdown_is_training_noise:" in printed
     assert figure.read_bytes().startswith(b"\x89PNG")
+
+
+def test_full_mode_judges_the_analysis_across_models(tmp_path, monkeypatch):
+    # The full protocol's code path on a tiny version of it: two models, batches 4 and 32, one epoch.
+    pytest.importorskip("sklearn")
+    tiny = exp.Settings(models={"digits-mlp": ("batchnorm", "layernorm"), "digits-cnn": ("batchnorm",)},
+                        batch_sizes=(4, 32), seeds=(0,), epochs={"digits": 1, "mnist1d": 1}, base_lr=0.1, width=8)
+    monkeypatch.setattr(exp, "FULL", tiny)
+    results = exp.run(tmp_path, quick=False, progress=False)
+    ids = {c["id"] for c in results["checks"]}
+    assert {"digits-mlp.noise_follows_n_eff", "digits-cnn.noise_follows_n_eff"} <= ids
+    assert not results["full_run_only"]
+    cells = results["analysis"]
+    assert cells["digits-cnn"]["4"]["min_n_eff"] > 4 == cells["digits-mlp"]["4"]["min_n_eff"]  # 4x4 maps pool more
+    markdown = (tmp_path / "batch_size.md").read_text()
+    assert "## When BatchNorm breaks" in markdown and "| digits-cnn | 4 | 1 |" in markdown
