@@ -20,9 +20,11 @@ Then the analysis the papers' figures do not give, on every BatchNorm model:
   the model's layers, across the MLPs, the CNNs and a CNN whose last stage runs on 1x1 maps.
 * **the two parts of the mechanism**, measured apart: the noise of the batch statistics during
   training (n_eff, and the relative spread of the batch means and standard deviations that each
-  layer sees in training-mode batches), and the train/eval
-  discrepancy: the same trained weights evaluated with the running statistics, with statistics
-  recomputed on large batches of training data, and with batch statistics at the training batch size.
+  layer sees in training-mode batches, against the 1/sqrt(n_eff) of independent values), and the
+  train/eval discrepancy: the same trained weights evaluated with the running statistics, with
+  statistics recomputed on large batches of training data, and with batch statistics at the training
+  batch size. The rise in error with running statistics splits into the rise that remains with batch
+  statistics (training noise) and the rest (the discrepancy); ``batch_size_analysis`` does the sums.
 * **the momentum rule of thumb** (B >= 32 fine; 8-16 "raise the momentum"; 1-4 switch to GroupNorm or
   LayerNorm): training does not depend on BatchNorm's momentum (it normalizes with batch statistics),
   only the running averages do, so one training run gives the running statistics of every momentum.
@@ -55,6 +57,8 @@ from tinynorm.nn.utils import batch_norm_layers
 from tinynorm.optim import SGD
 from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
+from . import batch_size_analysis
+from .batch_size_analysis import MIN_POINTS, NOISE_SE
 from .common import (check_lines, forward_hooks, markdown_table, new_figure, quick_mode_checks, save_figure,
                      single_threaded, write_json)
 from .common import progress as progress_bar
@@ -63,7 +67,8 @@ REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
 EVAL_BATCH = 256
 MOMENTA = (0.01, 0.03, 0.1, 0.3, 0.6)  # BatchNorm momentum in PyTorch's convention (weight of the new batch)
 DEFAULT_MOMENTUM = 0.1
-NOISE_BATCHES = 64  # batches of the training size behind each measured n_eff
+NOISE_BATCHES = 64  # batches of the training size behind each measured spread of the batch statistics
+NOISE_REFERENCE = 1024  # training samples behind each layer's population statistics and n_eff
 # model kind -> (data set, what it is)
 MODELS = {
     "digits-mlp": ("digits", "SmallMLP: 64 -> 128 -> 128 -> 10, a norm after each hidden Linear"),
@@ -259,11 +264,14 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
     independent values they are worth: B x var(x) / var(per-sample mean of x over the positions),
     which is B x H x W for independent positions and B for positions that all agree (Kish's design
     effect; averaged over channels as B / mean(var(sample mean) / var(x))), from one batch of up to
-    1,024 training samples; and what the layer actually sees in training-mode batches of the training
+    NOISE_REFERENCE training samples; and what the layer actually sees in training-mode batches of the training
     size: the relative spread (std over ``batches`` batches, over the population's std) of the batch
-    mean and of the batch standard deviation. Deeper layers' spreads are smaller than n_eff suggests:
-    their inputs come out of BatchNorms that standardized each batch already. Runs on training-mode
-    forwards without gradients; the model's running statistics and mode are restored.
+    mean and of the batch standard deviation; and ``mean_variance_ratio``, the measured variance of
+    the batch mean over the one n_eff predicts for a batch of independent samples drawn without
+    replacement (per channel: var(sample mean) / B x (N - B) / (N - 1), N = len(X)), averaged over
+    channels: 1 up to sampling noise where a batch's samples are independent (the first BatchNorm),
+    below 1 in deeper layers, whose inputs come out of BatchNorms that standardized each batch already.
+    Runs on training-mode forwards without gradients; the model's running statistics and mode are restored.
     """
     layers = batch_norm_layers(model)
     saved = [(layer.running_mean.clone(), layer.running_var.clone(), layer.num_batches_tracked.clone())
@@ -273,7 +281,7 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
     model.train()
     try:
         with tn.no_grad(), recorded_batch_statistics(model) as records:
-            model(tn.tensor(X[rng.permutation(len(X))[:1024]]))
+            model(tn.tensor(X[rng.permutation(len(X))[:NOISE_REFERENCE]]))
             population = [layer[0] for layer in records]
             for layer in records:
                 layer.clear()
@@ -294,9 +302,11 @@ def statistics_noise(model: Module, X: np.ndarray, batch_size: int, batches: int
         design = reference["sample_means"][:, keep].var(axis=0) / var  # 1 / positions (independent) ... 1
         means = np.stack([b["mean"] for b in layer])[:, keep]
         stds = np.sqrt(np.stack([b["var"] for b in layer])[:, keep])
+        predicted_var = design * var / batch_size * (len(X) - batch_size) / (len(X) - 1)
         noise.append({"values": int(layer[0]["values"]), "n_eff": float(batch_size / design.mean()),
                       "mean_spread": float((means.std(axis=0) / np.sqrt(var)).mean()),
-                      "std_spread": float((stds.std(axis=0) / np.sqrt(var)).mean())})
+                      "std_spread": float((stds.std(axis=0) / np.sqrt(var)).mean()),
+                      "mean_variance_ratio": float((means.var(axis=0, ddof=1) / predicted_var).mean())})
     return noise
 
 
@@ -412,7 +422,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     results: dict[str, Any] = {
         "quick": quick,
         "settings": dict(asdict(settings), reference_batch=REFERENCE_BATCH, eval_batch=EVAL_BATCH, momentum=0.9,
-                         batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES,
+                         batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES, noise_reference=NOISE_REFERENCE,
                          schedule="cosine to 0 over all steps, per step",
                          data={"digits": "load_digits(), standardized", "mnist1d": "load_mnist1d()"},
                          models={kind: MODELS[kind][1] for kind in settings.models}),
@@ -425,7 +435,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     results["checks"], results["full_run_only"] = quick_mode_checks(
         checks(errors, analysis, mistakes, settings), quick, QUICK_CLAIMS)
     results["figures"] = [str(plot(errors, settings, out_dir / "batch_size.png")),
-                          str(plot_statistics(analysis, out_dir / "batch_size_statistics.png"))]
+                          str(batch_size_analysis.plot(analysis, REFERENCE_BATCH,
+                                                       out_dir / "batch_size_statistics.png"))]
     results["wall_seconds"] = time.perf_counter() - start
     results["summary"] = summarize(results)
     write_json(out_dir / "batch_size.json", results)
@@ -480,21 +491,26 @@ def error_table(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dic
     return table
 
 
+NOISE_KEYS = ("values", "n_eff", "mean_spread", "std_spread", "mean_variance_ratio")  # statistics_noise's
+
+
 def batch_norm_analysis(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """analysis[model][str(batch)]: means over seeds of the BatchNorm runs' statistics noise (per layer,
-    and the smallest n_eff and nominal count of any layer) and test errors under each kind of statistics."""
+    and the smallest n_eff and nominal count of any layer), the number of seeds, and the test errors under
+    each kind of statistics (mean, standard error and the per-seed values, in the runs' order)."""
     grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in runs:
         if r["norm"] == "batchnorm":
             grouped.setdefault((r["model"], r["batch_size"]), []).append(r)
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for (kind, batch), group in grouped.items():
-        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group]))
-                   for key in ("values", "n_eff", "mean_spread", "std_spread")}
+        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group])) for key in NOISE_KEYS
+                   if all(key in r["statistics"][i] for r in group)}  # records of older runs lack some keys
                   for i in range(len(group[0]["statistics"]))]
         errors = [r["errors_by_statistics"] for r in group]
         table.setdefault(kind, {})[str(batch)] = {
             "layers": layers,
+            "seeds": len(group),
             "min_n_eff": min(layer["n_eff"] for layer in layers),
             "min_values": min(layer["values"] for layer in layers),
             "errors": {key: _mean_sem([e[key] for e in errors]) for key in ("running", "recomputed", "batch")},
@@ -503,23 +519,23 @@ def batch_norm_analysis(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[
     return table
 
 
-def _mean_sem(values: list[float]) -> dict[str, float]:
-    """Mean and standard error of the mean (0 for a single value)."""
+def _mean_sem(values: list[float]) -> dict[str, Any]:
+    """Mean, standard error of the mean (0 for a single value) and the values."""
     sem = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
-    return {"mean": float(np.mean(values)), "sem": sem}
+    return {"mean": float(np.mean(values)), "sem": sem, "per_seed": [float(v) for v in values]}
 
 
 # --------------------------------------------------------------------------- checks and report
 
-MIN_POINTS = 1.0  # a rise in error counts only above this many points (the paper's smallest step: 1.1 at B=8)
-NOISE_SE = 2.0  # ... and above this many standard errors of the difference over seeds
 FLAT_MARGIN = 1.5  # points: GroupNorm/LayerNorm at the smallest batch vs at 32 (~3 standard errors of a mean)
 STALE_MIN_RATIO = 3.0  # error with stale running statistics vs the trained model's
 BATCH_INDEPENDENT = ("groupnorm", "layernorm")
 # Claims quick mode judges (python -m tinynorm.experiments.audit batch-size): those whose quick runs
 # pass with every seed set. Its runs hold only the digits MLP at batch 2 and 32 and the digits CNN at 32.
+# Audit of 2026-12-01 (docs/runs/audit_batch_size.md): each of these 5/5; digits-mlp.train_eval_discrepancy 0/5.
 QUICK_CLAIMS = frozenset({"digits-mlp.batchnorm_degrades", "digits-mlp.layernorm_flat", "digits-mlp.rule_batch_32",
-                          "digits-mlp.rule_batch_2", "mistake.train_mode", "mistake.stale_statistics"})
+                          "digits-mlp.rule_batch_2", "digits-mlp.noise_follows_n_eff",
+                          "digits-mlp.breakdown_is_training_noise", "mistake.train_mode", "mistake.stale_statistics"})
 
 
 def rise(cells: dict[str, Any], small: str, large: str) -> tuple[float, float]:
@@ -562,6 +578,7 @@ def checks(errors: dict[str, Any], analysis: dict[str, Any], mistakes: dict[str,
                                    f"{FLAT_MARGIN:g} points of its error at batch {ref} ({at_ref:.2f}%)",
                           "passed": abs(at_small - at_ref) <= FLAT_MARGIN})
     found += mechanism_checks(errors, analysis, small, ref)
+    found += batch_size_analysis.checks(analysis, REFERENCE_BATCH, int(small), NOISE_BATCHES, NOISE_REFERENCE)
     t, s = mistakes["train_mode"], mistakes["stale_statistics"]
     found.append({"id": "mistake.train_mode",
                   "claim": f"mistake 1 (CNN): train-mode evaluation in batches of 2 errs more "
@@ -652,47 +669,6 @@ def plot(errors: dict[str, Any], settings: Settings, file: Path) -> Path:
     return save_figure(fig, file)
 
 
-def plot_statistics(analysis: dict[str, Any], file: Path) -> Path:
-    """Left: BatchNorm's rise in error over its batch-32 error against the smallest effective number of
-    values any of its statistics pools; middle: effective against nominal values per layer; right: test
-    error under running, recomputed and batch statistics against the batch size."""
-    fig, axes = new_figure(ncols=3, size=(5.0, 4.0))
-    left, middle, right = axes[0]
-    for i, (kind, cells) in enumerate(analysis.items()):
-        color = f"C{i}"
-        batches = sorted(int(b) for b in cells)
-        reference = cells[str(max(batches))]["errors"]["running"]["mean"]
-        left.plot([cells[str(b)]["min_n_eff"] for b in batches],
-                  [cells[str(b)]["errors"]["running"]["mean"] - reference for b in batches], "o-", color=color, label=kind)
-        for b in batches:
-            for layer in cells[str(b)]["layers"]:
-                middle.plot(layer["values"], layer["n_eff"], "o", color=color, markersize=3, alpha=0.7)
-        middle.plot([], [], "o", color=color, label=kind)
-        for key, style in (("running", "o-"), ("recomputed", "s--"), ("batch", "^:")):
-            right.plot(batches, [cells[str(b)]["errors"][key]["mean"] for b in batches], style, color=color,
-                       label=f"{kind}, {key}" if i == 0 or key == "running" else None)
-    left.set_xscale("log", base=2)
-    left.axhline(0.0, color="gray", linewidth=0.8)
-    left.set_xlabel("smallest effective values per statistic (n_eff)")
-    left.set_ylabel("rise over its error at the largest batch (points)")
-    left.set_title("when BatchNorm breaks: test error vs values pooled", fontsize=9)
-    middle.set_xscale("log", base=2)
-    middle.set_yscale("log", base=2)
-    span = [v for line in middle.get_lines() for v in line.get_xdata()]
-    if span:
-        middle.plot([min(span), max(span)], [min(span), max(span)], ":", color="gray", label="independent values")
-    middle.set_xlabel("nominal values per statistic (B x H x W)")
-    middle.set_ylabel("effective values n_eff")
-    middle.set_title("correlated neighbours count less (every layer, every batch)", fontsize=9)
-    right.set_xscale("log", base=2)
-    right.set_xlabel("training batch size")
-    right.set_ylabel("test error (%)")
-    right.set_title("same weights: running / recomputed / batch statistics", fontsize=9)
-    for ax in axes[0]:
-        ax.legend(fontsize=7)
-    return save_figure(fig, file)
-
-
 def summarize(results: dict[str, Any]) -> list[str]:
     """Markdown lines with the measured figures, for the demo report."""
     small, ref = str(min(results["settings"]["batch_sizes"])), str(REFERENCE_BATCH)
@@ -708,6 +684,7 @@ def summarize(results: dict[str, Any]) -> list[str]:
                      f"{at_small['min_n_eff']:.1f} independent ones (smallest layer); test error with running statistics "
                      f"{at_small['errors']['running']['mean']:.2f}%, recomputed {at_small['errors']['recomputed']['mean']:.2f}%, "
                      f"batch statistics {at_small['errors']['batch']['mean']:.2f}%.")
+    lines += batch_size_analysis.summary_lines(results["analysis"], REFERENCE_BATCH, NOISE_BATCHES, NOISE_REFERENCE)
     t, s = results["mistakes"]["train_mode"], results["mistakes"]["stale_statistics"]
     lines.append(f"- CNN with BatchNorm (batch {REFERENCE_BATCH}) evaluated in train mode: error "
                  f"{t['train_mode_error_batch_2']:.2f}% in batches of 2, {t[f'train_mode_error_batch_{EVAL_BATCH}']:.2f}% "
@@ -758,5 +735,12 @@ def report(results: dict[str, Any]) -> list[str]:
                          ", ".join(f"{m}: {v['mean']:.2f}" for m, v in c["momentum"].items())])
     lines += markdown_table(["model", "B", "values", "n_eff", "mean spread", "std spread", "running", "recomputed", "batch",
                              "running stats by momentum"], rows) + [""]
+    lines += ["## When BatchNorm breaks", "",
+              (f"BatchNorm's rise in test error over batch {REFERENCE_BATCH} under each kind of statistics (each "
+               "against its own error there; mean +- standard error over seeds); what evaluating the same weights with batch "
+               "statistics of the training size gains over the running statistics; and the rise with running "
+               "statistics split into the train/eval discrepancy (that gain, between 0 and the rise) and training "
+               "noise (the rest)."), ""]
+    lines += batch_size_analysis.report_lines(results["analysis"], REFERENCE_BATCH) + [""]
     lines += ["## Summary", ""] + results["summary"] + ["", "## Checks", ""] + check_lines(results)
     return lines
