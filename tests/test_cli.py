@@ -82,3 +82,11 @@ def test_audit_counts_passes_per_claim_and_reads_full_verdicts(tmp_path: Path) -
     record.write_text(json.dumps({"quick": True, "checks": []}))
     with pytest.raises(ValueError, match="quick-mode record"):
         audit.full_verdicts(record)
+
+
+def test_audit_runs_the_quick_mode_of_an_experiment() -> None:
+    """The audit drives the experiment through the CLI's runner: one quick run of the cheapest one."""
+    from tinynorm.experiments import audit
+
+    tally = audit.audit("standardization", runs=1, seeds_per_run=1)
+    assert tally and all(entry["runs"] == 1 and entry["passed"] in (0, 1) for entry in tally.values())

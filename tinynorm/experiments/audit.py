@@ -31,7 +31,7 @@ def audit(name: str, runs: int = 5, seeds_per_run: int = 2) -> dict[str, dict[st
     tally: dict[str, dict[str, Any]] = {}
     for index in range(runs):
         with tempfile.TemporaryDirectory() as out:
-            result = run_experiment(name, Path(out), True, None, "cpu", False,
+            result = run_experiment(name, Path(out), True, None, False,
                                     seed_list=quick_seeds(index, seeds_per_run))
         for check in result["checks"] + result.get("full_run_only", []):
             entry = tally.setdefault(check["id"], {"claim": check["claim"], "passed": 0, "runs": 0})
