@@ -129,6 +129,7 @@ def _cpu_model() -> str:
 
 def machine_info() -> dict:
     """What the numbers depend on: CPU, core count, library versions and the date."""
+    torch = sys.modules.get("torch")
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "platform": platform.platform(),
@@ -137,7 +138,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
-        "torch": sys.modules["torch"].__version__ if "torch" in sys.modules else None,
+        "torch": torch.__version__ if torch is not None else None,
     }
     return info
 
@@ -190,6 +191,13 @@ def write_json(path: str | os.PathLike, payload: dict, threading: dict | None = 
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {**payload, "machine": machine_info(), "threading": threading or threading_info()}
     path.write_text(json.dumps(record, indent=2))
+
+
+def save_plot(plot: Callable[[list[dict], str], None], rows: list[dict], json_path: str | os.PathLike) -> None:
+    """Draw ``plot(rows, png)`` into the PNG next to ``json_path`` (same name, ``.png``) and say so."""
+    png = str(json_path).removesuffix(".json") + ".png"
+    plot(rows, png)
+    print(f"wrote {png}")
 
 
 # ------------------------------------------------------------ process set-up

@@ -87,9 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "rows": rows}, threading)
     print(f"wrote {args.out}")
     if args.plot:
-        png = str(args.out).removesuffix(".json") + ".png"
-        plot(rows, png)
-        print(f"wrote {png}")
+        common.save_plot(plot, rows, args.out)
     return 0
 
 
