@@ -193,11 +193,19 @@ def write_json(path: str | os.PathLike, payload: dict, threading: dict | None = 
     path.write_text(json.dumps(record, indent=2))
 
 
-def save_plot(plot: Callable[[list[dict], str], None], rows: list[dict], json_path: str | os.PathLike) -> None:
-    """Draw ``plot(rows, png)`` into the PNG next to ``json_path`` (same name, ``.png``) and say so."""
-    png = str(json_path).removesuffix(".json") + ".png"
-    plot(rows, png)
-    print(f"wrote {png}")
+def report(args: argparse.Namespace, rows: list[dict], columns: Sequence[str], threading: dict, payload: dict,
+           repeat: int, plot: Callable[[list[dict], str], None] | None = None) -> None:
+    """What every benchmark ends with: the settings line, the clock, the table of ``rows``; the JSON
+    (``payload`` plus the clock, ``repeat`` and the rows) at ``args.out``; the plot with ``--plot``."""
+    print(describe_threading(threading))
+    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
+    print_table(rows, columns)
+    write_json(args.out, {**payload, "clock": args.clock, "repeat": repeat, "rows": rows}, threading)
+    print(f"wrote {args.out}")
+    if plot is not None and args.plot:
+        png = str(args.out).removesuffix(".json") + ".png"
+        plot(rows, png)
+        print(f"wrote {png}")
 
 
 # ------------------------------------------------------------ process set-up

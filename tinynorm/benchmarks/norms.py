@@ -266,14 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [measure(case, copy_bytes_per_s, repeat, min_time, common.CLOCKS[args.clock])
                 for case in build_cases(args.quick, torch)]
         threading = common.threading_info()
-    print(common.describe_threading(threading))
-    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
-    common.print_table(rows, list(rows[0]))
-    common.write_json(args.out, {"benchmark": "norms", "copy_GB_per_s": copy_bytes_per_s / 1e9, "dtype": "float32",
-                                 "clock": args.clock, "repeat": repeat, "rows": rows}, threading)
-    print(f"wrote {args.out}")
-    if args.plot:
-        common.save_plot(plot, rows, args.out)
+    payload = {"benchmark": "norms", "copy_GB_per_s": copy_bytes_per_s / 1e9, "dtype": "float32"}
+    common.report(args, rows, list(rows[0]), threading, payload, repeat, plot)
     return 0
 
 

@@ -119,12 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with common.ThreadSettings(args.threads):
         rows = measure(torch, repeat, common.CLOCKS[args.clock])
         threading = common.threading_info()
-    print(common.describe_threading(threading))
-    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
-    common.print_table(rows, ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms",
-                              "fused/torch"])
-    common.write_json(args.out, {"benchmark": "rnn", "clock": args.clock, "repeat": repeat, "rows": rows}, threading)
-    print(f"wrote {args.out}")
+    columns = ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms", "fused/torch"]
+    common.report(args, rows, columns, threading, {"benchmark": "rnn"}, repeat)
     return 0
 
 
