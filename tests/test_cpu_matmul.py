@@ -12,7 +12,7 @@ from tinynorm.kernels.cpu import matmul as cpu_matmul  # noqa: E402
 
 def attention_operands(rng: np.random.Generator, dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """q and k^T as attention makes them: strided views of one fused (B, T, 3, H, D) projection."""
-    qkv = rng.standard_normal((6, 40, 3, 4, 16)).astype(dtype).transpose(2, 0, 3, 1, 4)
+    qkv = rng.standard_normal((3, 128, 3, 2, 32)).astype(dtype).transpose(2, 0, 3, 1, 4)  # 128*128*32 each
     return qkv[0], qkv[1].swapaxes(-1, -2)
 
 
@@ -20,7 +20,8 @@ def attention_operands(rng: np.random.Generator, dtype: type) -> tuple[np.ndarra
 def test_split_products_equal_numpys(threads: int) -> None:
     rng = np.random.default_rng(0)
     cases = [attention_operands(rng, np.float32), attention_operands(rng, np.float64),
-             (rng.standard_normal((3, 1, 40, 50)), rng.standard_normal((5, 50, 60))),  # broadcast batch
+             (rng.standard_normal((3, 1, 80, 64)), rng.standard_normal((5, 64, 64))),  # broadcast batch
+             (rng.standard_normal((4, 64, 64)), rng.standard_normal((4, 64, 16))),  # small: numpy's loop
              (rng.standard_normal((1, 7, 40, 50), dtype=np.float32), rng.standard_normal((50, 600), dtype=np.float32)),
              (rng.standard_normal((2, 3, 4)), rng.standard_normal((4,)))]  # 1-D operand: numpy's path
     with threadpoolctl.threadpool_limits(threads, user_api="blas"):
