@@ -19,8 +19,8 @@ Design, chosen by measurement (float32, 2-core x86_64 with AVX-512, machine load
   reaches about half its speed, see ``conv.py``), and Numba cannot call BLAS without SciPy.
 - Only matrices at or above OpenBLAS's own threading threshold (m*n*k >= 2**18 multiply-adds each) are
   split: below it OpenBLAS runs each matrix on one thread, numpy's loop hands nothing off, and splitting
-  the d64 Transformer's small products gained nothing measurable (separate runs looked up to 1.2x
-  slower). Other dtypes than float32/float64, 1-D operands and one BLAS thread go to numpy unchanged.
+  the d64 Transformer's small products gained nothing measurable. Other dtypes than float32/float64,
+  1-D operands and one BLAS thread go to numpy unchanged.
 """
 from __future__ import annotations
 
