@@ -16,7 +16,7 @@ Run from the repository root on a machine with a GPU and numba-cuda (tinynorm ne
    block once the first round has run, and dropping the results gives back all they used.
 
 Each section that raises is recorded as a failed check and the next one runs; the JSON is written after
-every section. The norm kernels' speed against PyTorch is ``benchmarks/bench_norms.py --device cuda``.
+every section. The norm kernels' speed against PyTorch is ``python -m tinynorm.benchmarks.norms --device cuda``.
 ``--smoke`` runs sections 1 and 2 on tiny shapes, so the script itself can be checked in the CUDA
 simulator (``NUMBA_ENABLE_CUDASIM=1 python3 benchmarks/gpu_check.py --smoke``). The exit status is 1 when
 any check fails.

@@ -25,7 +25,7 @@ learnt first:
    paths, the caching allocator.
 5. ``host_overhead`` (``bench_host_overhead.py``): host µs per call, on both launch paths.
 6. ``training`` (``bench_training_cuda.py --quick``): SmallCNN and TinyTransformerLM against PyTorch.
-7. ``norms`` (``bench_norms.py --device cuda``): the norm kernels against PyTorch (device time from
+7. ``norms`` (``python -m tinynorm.benchmarks.norms --device cuda``): the norm kernels against PyTorch (device time from
    CUDA events, host µs, GB/s, fraction of the copy bandwidth).
 
 Wheels in ``.whl/`` (for instance a numpy the machine lacks) are installed into a private folder first,
@@ -106,7 +106,7 @@ STEPS = [
          simulator_args=[script("bench_host_overhead.py"), "--simulator", "--out", "{out}/host_overhead.json"]),
     Step("training", [script("bench_training_cuda.py"), "--quick", "--out", "{out}/bench_training_cuda.json"], 110,
          simulator_args=[script("bench_training_cuda.py"), "--smoke", "--out", "{out}/bench_training_cuda.json"]),
-    Step("norms", [script("bench_norms.py"), "--device", "cuda", "--out", "{out}/bench_norms.json"], 110),
+    Step("norms", ["-m", "tinynorm.benchmarks.norms", "--device", "cuda", "--out", "{out}/bench_norms.json"], 110),
 ]
 # Everything a run writes (eight files at most: the test checks the list is complete).
 RESULT_FILES = ["run.json", "run.log", "smoke.json", "smoke_dispatcher.json", "gpu_check.json", "host_overhead.json",

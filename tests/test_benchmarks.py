@@ -40,3 +40,25 @@ def test_scale_benchmark_imports_torch_first_and_records_the_settings(tmp_path: 
     assert [row["model"].split()[0] for row in record["rows"]] == ["SmallCNN", "TinyTransformerLM"]
     for row in record["rows"]:
         assert row["loss_rel_diff"] <= 1e-4 and row["ratio"] > 0 and row["GFLOP"] > 0
+
+
+@pytest.mark.slow  # 20 s of CPU
+@pytest.mark.parametrize("name,ops", [("norms", {"LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm",
+                                                 "InstanceNorm"}),
+                                      ("rnn", {"LSTM", "GRU"})])
+def test_norms_and_rnn_run_from_the_package_without_torch(tmp_path: Path, name: str, ops: set[str]) -> None:
+    """With PyTorch not importable, the benchmark says so in one line and times tinynorm alone."""
+    out = tmp_path / f"{name}.json"
+    code = (f"import sys; sys.modules['torch'] = None\nfrom tinynorm.benchmarks.{name} import main\n"
+            f"sys.exit(main(['--quick', '--repeat', '1', '--out', {str(out)!r}]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False,
+                            cwd=tmp_path, env=user_environment())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "PyTorch is not installed: tinynorm timings only" in result.stdout and "Traceback" not in result.stderr
+    record = json.loads(out.read_text())
+    assert record["threading"]["tinynorm"]["numba_threads"] >= 1 and "torch" not in record["threading"]
+    rows = record["rows"]
+    assert {(row.get("op") or row["layer"]).split()[0] for row in rows} == ops
+    for row in rows:
+        assert all(value is None for key, value in row.items() if "torch" in key)
+        assert all(value > 0 for key, value in row.items() if key.endswith("_ms") or key.endswith(" ms"))

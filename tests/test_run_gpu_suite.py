@@ -77,8 +77,15 @@ def test_steps_name_existing_scripts_and_options():
         for args in filter(None, [step.args, step.simulator_args]):
             if args[0] == "-c":
                 continue
+            options = [arg for arg in args[1:] if arg.startswith("--")]
+            if args[0] == "-m":  # a module of the package (its parser is partly shared): ask its --help
+                usage = subprocess.run([sys.executable, "-m", args[1], "--help"], cwd=ROOT, capture_output=True,
+                                       text=True, timeout=120, check=True).stdout
+                for option in options:
+                    assert re.search(rf"{option}\b", usage), f"{step.name}: {args[1]} has no {option}"
+                continue
             source = Path(args[0]).read_text()
-            for option in (arg for arg in args[1:] if arg.startswith("--")):
+            for option in options:
                 assert re.search(rf"add_argument\(\s*\"{option}\"", source), f"{step.name}: {args[0]} has no {option}"
 
 

@@ -2,13 +2,12 @@
 
     tinynorm demo                       quick experiments + a short kernel benchmark -> results/report.md
     tinynorm experiment NAME [options]  one experiment, quick or full
-    tinynorm bench [NAME ...] [options] the benchmarks against PyTorch (tinynorm.benchmarks; norms, rnn)
+    tinynorm bench [NAME ...] [options] the benchmarks against PyTorch (tinynorm.benchmarks)
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-import runpy
 import sys
 import time
 from pathlib import Path
@@ -16,12 +15,10 @@ from typing import Any
 
 from . import benchmarks
 
-# benchmark name on the command line -> module in tinynorm.benchmarks, or a script of the source checkout
-CHECKOUT_SCRIPTS = {name: Path(__file__).resolve().parent.parent / "benchmarks" / f"bench_{name}.py"
-                    for name in ("norms", "rnn")}
-BENCHMARKS = {**CHECKOUT_SCRIPTS, **benchmarks.BENCHMARKS}
+# benchmark name on the command line -> module in tinynorm.benchmarks
+BENCHMARKS = benchmarks.BENCHMARKS
 # which of --threads/--clock/--order a benchmark takes, where not all three
-SETTINGS_TAKEN = {"norms": (), "import-order": (), "rnn": ("threads", "clock")}
+SETTINGS_TAKEN = {"import-order": ()}
 
 # experiment name on the command line -> module in tinynorm.experiments
 EXPERIMENTS = {
@@ -126,20 +123,7 @@ def _benchmark_table(path: Path) -> list[str]:
 
 def _run_benchmark(name: str, argv: list[str]) -> int:
     """Run one benchmark with command-line arguments ``argv``; its exit status."""
-    script = CHECKOUT_SCRIPTS.get(name)
-    if script is None:
-        return importlib.import_module(BENCHMARKS[name]).main(argv)
-    if not script.exists():
-        raise SystemExit(f"tinynorm bench {name}: {script} not found; this benchmark ships with the source "
-                         f"checkout ({', '.join(benchmarks.BENCHMARKS)} run from the package)")
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script)] + argv
-    sys.path.insert(0, str(script.parent))  # the script imports its shared helpers from there
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-    return 0
+    return importlib.import_module(BENCHMARKS[name]).main(argv)
 
 
 def _bench_command(args: argparse.Namespace) -> int:

@@ -64,7 +64,6 @@ from numpy import (  # noqa: F401  (re-exported for the ops)
     logical_not,
     logical_or,
     logical_xor,
-    matmul,
     maximum,
     minimum,
     moveaxis,
@@ -110,6 +109,7 @@ from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401
 from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_forward  # noqa: F401
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
+from ..kernels.cpu.matmul import matmul  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
     avg_pool2d_backward,
     avg_pool2d_forward,

@@ -129,6 +129,7 @@ def _cpu_model() -> str:
 
 def machine_info() -> dict:
     """What the numbers depend on: CPU, core count, library versions and the date."""
+    torch = sys.modules.get("torch")
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "platform": platform.platform(),
@@ -137,7 +138,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "numba": numba.__version__,
-        "torch": sys.modules["torch"].__version__ if "torch" in sys.modules else None,
+        "torch": torch.__version__ if torch is not None else None,
     }
     return info
 
@@ -190,6 +191,21 @@ def write_json(path: str | os.PathLike, payload: dict, threading: dict | None = 
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {**payload, "machine": machine_info(), "threading": threading or threading_info()}
     path.write_text(json.dumps(record, indent=2))
+
+
+def report(args: argparse.Namespace, rows: list[dict], columns: Sequence[str], threading: dict, payload: dict,
+           repeat: int, plot: Callable[[list[dict], str], None] | None = None) -> None:
+    """What every benchmark ends with: the settings line, the clock, the table of ``rows``; the JSON
+    (``payload`` plus the clock, ``repeat`` and the rows) at ``args.out``; the plot with ``--plot``."""
+    print(describe_threading(threading))
+    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
+    print_table(rows, columns)
+    write_json(args.out, {**payload, "clock": args.clock, "repeat": repeat, "rows": rows}, threading)
+    print(f"wrote {args.out}")
+    if plot is not None and args.plot:
+        png = str(args.out).removesuffix(".json") + ".png"
+        plot(rows, png)
+        print(f"wrote {png}")
 
 
 # ------------------------------------------------------------ process set-up

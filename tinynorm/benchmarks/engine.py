@@ -92,11 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with common.ThreadSettings(args.threads):
         rows = measure(torch, repeat, common.CLOCKS[args.clock])
         threading = common.threading_info()
-    print(common.describe_threading(threading))
-    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
-    common.print_table(rows, ["case", "tinynorm_us", "torch_us", "ratio"])
-    common.write_json(args.out, {"benchmark": "engine", "clock": args.clock, "repeat": repeat, "rows": rows}, threading)
-    print(f"wrote {args.out}")
+    common.report(args, rows, ["case", "tinynorm_us", "torch_us", "ratio"], threading, {"benchmark": "engine"}, repeat)
     return 0
 
 

@@ -80,16 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with common.ThreadSettings(args.threads):
         rows = [measure_step(case, repeat, common.CLOCKS[args.clock], min_time) for case in build_cases(*sizes, torch)]
         threading = common.threading_info()
-    print(common.describe_threading(threading))
-    print(f"{args.clock} clock, median of {repeat} samples taken in turns")
-    common.print_table(rows, ["model", "GFLOP", "tinynorm_ms", "torch_ms", "ratio", "loss_rel_diff"])
-    common.write_json(args.out, {"benchmark": "scale", "dtype": "float32", "clock": args.clock, "repeat": repeat,
-                                 "rows": rows}, threading)
-    print(f"wrote {args.out}")
-    if args.plot:
-        png = str(args.out).removesuffix(".json") + ".png"
-        plot(rows, png)
-        print(f"wrote {png}")
+    common.report(args, rows, ["model", "GFLOP", "tinynorm_ms", "torch_ms", "ratio", "loss_rel_diff"], threading,
+                  {"benchmark": "scale", "dtype": "float32"}, repeat, plot)
     return 0
 
 

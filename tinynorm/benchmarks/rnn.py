@@ -9,23 +9,21 @@ sequence is timed for
 and, to bound what a compiled (Numba) kernel for the fused op could still save, the fused op's own
 forward+backward at the step's shape times the number of steps, as a share of the layer's time.
 
-Run: ``python benchmarks/bench_rnn.py [--threads 1] [--clock cpu] [--repeat 9 | --quick] [--out PATH]``
-(or ``tinynorm bench rnn``)
-(default ``--out benchmarks/out/bench_rnn.json``).
+Run: ``tinynorm bench rnn [--threads 1 --clock cpu] [--repeat 9 | --quick] [--order ...] [--out PATH]``.
 """
 from __future__ import annotations
 
-import argparse
-from typing import Any, Callable
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from common import CLOCKS, alternating_medians, print_table, write_json  # first: it fixes the OpenMP settings for both contenders
-import numba
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 import tinynorm
 from tinynorm import nn
 from tinynorm.ops import linear, recurrent, sigmoid, stack, tanh
+
+from . import common
 
 BATCH, INPUT, HIDDEN, STEPS = 32, 64, 128, 50
 
@@ -85,17 +83,11 @@ def fused_op_alone(kind: str, rng: np.random.Generator) -> Callable[[], None]:
     return run
 
 
-def measure(repeat: int, clock: Callable[[], float]) -> list[dict]:
+def measure(torch: Any, repeat: int, clock: Callable[[], float]) -> list[dict]:
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((STEPS, BATCH, INPUT)).astype(np.float32)
     grad_np = rng.standard_normal((STEPS, BATCH, HIDDEN)).astype(np.float32)
     x, grad = tinynorm.tensor(x_np, requires_grad=True), tinynorm.tensor(grad_np)
-    try:
-        import torch
-        torch.set_num_threads(numba.get_num_threads())
-    except ImportError:
-        torch = None
-        print("PyTorch is not installed: tinynorm timings only")
     rows = []
     for kind, composed in (("LSTM", composed_lstm), ("GRU", composed_gru)):
         layer = getattr(nn, kind)(INPUT, HIDDEN)
@@ -106,7 +98,7 @@ def measure(repeat: int, clock: Callable[[], float]) -> list[dict]:
             theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in layer.state_dict().items()})
             tx, tgrad = torch.from_numpy(x_np).requires_grad_(), torch.from_numpy(grad_np)
             fns.append(backward_of(lambda: theirs(tx)[0], tgrad))
-        seconds = alternating_medians(fns, repeat, clock=clock)
+        seconds = common.alternating_medians(fns, repeat, clock=clock)
         row = {"layer": f"{kind} {INPUT}->{HIDDEN}, batch {BATCH}, {STEPS} steps, fwd+bwd",
                "fused_ms": seconds[0] * 1e3, "composed_ms": seconds[1] * 1e3,
                "composed/fused": seconds[1] / seconds[0], "fused_op_share": seconds[2] / seconds[0]}
@@ -117,29 +109,20 @@ def measure(repeat: int, clock: Callable[[], float]) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/out/bench_rnn.json")
-    parser.add_argument("--repeat", type=int, default=9, help="timing samples per case (the median is kept)")
-    parser.add_argument("--threads", type=int, default=numba.get_num_threads(),
-                        help="threads for Numba, PyTorch and numpy's BLAS alike")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="'cpu' counts this process's CPU time: steadier on a busy machine, needs --threads 1")
-    parser.add_argument("--quick", action="store_true", help="fewer timing samples (3), for a first look")
-    args = parser.parse_args()
-    if args.quick:
-        args.repeat = 3
-    if args.clock == "cpu" and args.threads != 1:
-        parser.error("--clock cpu needs --threads 1 (idle worker threads spinning would count as work)")
-    numba.set_num_threads(args.threads)
-    with threadpool_limits(args.threads, user_api="blas"):
-        rows = measure(args.repeat, CLOCKS[args.clock])
-        print(f"threads: {args.threads} (Numba, PyTorch and BLAS), {args.clock} clock")
-        print_table(rows, ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms",
-                           "fused/torch"])
-        write_json(args.out, {"benchmark": "rnn", "threads": args.threads, "clock": args.clock, "rows": rows})
-    print(f"wrote {args.out}")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = common.make_parser("rnn", __doc__, repeat=9)
+    args, child = common.parse(parser, argv, "tinynorm.benchmarks.rnn")
+    if child is not None:
+        return child
+    torch = common.import_torch()
+    repeat = min(args.repeat, 3) if args.quick else args.repeat
+    with common.ThreadSettings(args.threads):
+        rows = measure(torch, repeat, common.CLOCKS[args.clock])
+        threading = common.threading_info()
+    columns = ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms", "fused/torch"]
+    common.report(args, rows, columns, threading, {"benchmark": "rnn"}, repeat)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
