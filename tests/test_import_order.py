@@ -5,7 +5,7 @@ long default spin: after each kernel an idle worker burned 3.5-7.5 ms of CPU ins
 loop mixing matrix products and LayerNorm took 4-12x the CPU time. Each order runs in its own process
 (``tinynorm.benchmarks.import_order``, which ``tinynorm bench import-order`` reports) and measures CPU
 time, which counts its own spinning threads but not other processes, so the comparison holds on a shared
-machine; each order runs twice, in turns, and keeps its best.
+machine; each order runs three times, in turns, and keeps its best.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ pytest.importorskip("torch")
 def test_importing_torch_first_does_not_slow_tinynorm() -> None:
     env = {**user_environment(), "NUMBA_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"}  # a user's defaults
     runs = {"torch-first": [], "tinynorm-first": []}
-    for _ in range(2):
+    for _ in range(3):  # best of three: a burst of load from other processes hits one run, not all
         for order, reports in runs.items():
             reports.append(measure(order, rounds=4, env=env))
     torch_first, tinynorm_first = ({key: min(report[key] for report in reports) for key in ("idle_cpu_ms", "step_cpu_ms")}
