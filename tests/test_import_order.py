@@ -1,7 +1,7 @@
 """tinynorm's speed does not depend on what the process imported before it (tinynorm/_openmp.py).
 
-With PyTorch imported first, its OpenMP runtime used to serve tinynorm's parallel kernels with libgomp's
-long default spin: after each kernel an idle worker burned 3.5-7.5 ms of CPU instead of ~0.05 ms, and a
+Without the isolation of tinynorm's OpenMP layer, PyTorch's OpenMP runtime, imported first, serves
+tinynorm's parallel kernels with libgomp's long default spin: after each kernel an idle worker burned 3.5-7.5 ms of CPU instead of ~0.05 ms, and a
 loop mixing matrix products and LayerNorm took 4-12x the CPU time. Each order runs in its own process
 (``tinynorm.benchmarks.import_order``, which ``tinynorm bench import-order`` reports) and measures CPU
 time, which counts its own spinning threads but not other processes, so the comparison holds on a shared
