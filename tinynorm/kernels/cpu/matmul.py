@@ -6,14 +6,13 @@ and the idle threads spin between calls; so here, when BLAS has more than one th
 into one slice per thread and each slice runs on one Python thread with BLAS at one thread (numpy
 releases the GIL inside the product): one hand-off per product instead of one per matrix.
 
-Design, chosen by measurement (float32, 2-core x86_64 with AVX-512, machine loaded by other processes):
+Design, chosen by measurement (the numbers: docs/benchmarks.md, "Measurements behind the kernels'
+designs"):
 
 - Slices rather than one GEMM over a reshaped operand: the operands of attention are strided views
   (heads split out of the fused qkv projection), which no reshape turns into one GEMM without a copy.
-- ``q @ k^T`` then ``p @ v`` at (16, 4, 128, 32) / (16, 4, 128, 128), 2 BLAS threads, machine heavily
-  loaded: 122 ms of CPU per pair as numpy runs them (64 threaded calls each), 4.4 ms in two slices on two
-  threads; a TinyTransformerLM d128 training step took 0.32x the time, d256 0.44-0.57x; on a lightly
-  loaded machine the step is 0.9-1.0x (the hand-offs are cheap when the cores are free).
+- The split saves most when other processes load the cores (each hand-off then waits to be scheduled)
+  and is about even with numpy's loop when the cores are free.
 - While a split product runs, BLAS calls from other threads of the process run on one thread too.
 - Python threads rather than a Numba ``prange``: the products stay in OpenBLAS (a GEMM written in Numba
   reaches about half its speed, see ``conv.py``), and Numba cannot call BLAS without SciPy.
