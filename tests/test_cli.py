@@ -53,7 +53,7 @@ def test_experiment_writes_its_outputs_where_asked(tmp_path: Path) -> None:
 
 def test_demo_table_marks_claims_left_to_the_full_run_without_judging_them() -> None:
     from tinynorm.cli import _checks_table
-    from tinynorm.experiments.common import FULL_RUN_ONLY, quick_mode_checks
+    from tinynorm.experiments.claims import FULL_RUN_ONLY, quick_mode_checks
 
     checks = [{"id": "a", "claim": "resolved", "passed": True}, {"id": "b", "claim": "too noisy", "passed": False}]
     judged, left = quick_mode_checks(checks, quick=True, resolvable=frozenset({"a"}))

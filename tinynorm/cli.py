@@ -49,7 +49,7 @@ def run_experiment(name: str, out: Path, quick: bool, seeds: int | None, show_pr
 
 def _checks_table(results: dict[str, dict[str, Any]]) -> list[str]:
     """Every claim of every result: PASS/FAIL where the run can judge it, else left to the full run."""
-    from .experiments.common import FULL_RUN_ONLY
+    from .experiments.claims import FULL_RUN_ONLY
 
     lines = ["| experiment | claim | result |", "|---|---|---|"]
     for name, result in results.items():

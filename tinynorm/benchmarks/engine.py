@@ -20,7 +20,6 @@ import numpy as np
 
 import tinynorm
 import tinynorm.nn.functional as F
-from tinynorm import nn
 from tinynorm.optim import SGD
 
 from . import common

@@ -59,8 +59,8 @@ from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
 from . import batch_size_analysis
 from .batch_size_analysis import MIN_POINTS, NOISE_SE
-from .common import (check_lines, forward_hooks, markdown_table, new_figure, quick_mode_checks, save_figure,
-                     single_threaded, write_json)
+from .claims import check_lines, quick_mode_checks
+from .common import forward_hooks, markdown_table, new_figure, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper

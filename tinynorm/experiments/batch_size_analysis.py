@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .claims import mean_and_stderr
 from .common import markdown_table, new_figure, save_figure
 
 MODES = ("running", "recomputed", "batch")  # the statistics a trained BatchNorm model is evaluated with
@@ -46,8 +47,8 @@ def _difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 def _paired_gap(cell: dict[str, Any]) -> dict[str, float]:
     """Running minus batch statistics' error on the same weights: mean and standard error over seeds."""
     gaps = np.subtract(cell["errors"]["running"]["per_seed"], cell["errors"]["batch"]["per_seed"])
-    se = float(gaps.std(ddof=1) / math.sqrt(len(gaps))) if len(gaps) > 1 else 0.0
-    return {"mean": float(gaps.mean()), "se": se}
+    mean, se = mean_and_stderr([float(gap) for gap in gaps])
+    return {"mean": mean, "se": se}
 
 
 def degradation(analysis: dict[str, dict[str, Any]], reference: int) -> dict[str, dict[str, dict[str, Any]]]:

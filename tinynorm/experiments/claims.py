@@ -21,8 +21,14 @@ def check(claim_id: str, claim: str, passed: bool) -> dict[str, Any]:
 
 def quick_mode_checks(checks: list[dict[str, Any]], quick: bool,
                       resolvable: frozenset[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(the checks this run judges, those left to the full run): a full run judges all of them, a quick
-    run only those whose id is in ``resolvable``."""
+    """Split ``checks`` into those a run may judge and those only the full run can.
+
+    Every check has an ``id``; a full run judges them all. A quick run judges only the ids in
+    ``resolvable``: the claims whose quick-mode measurement passes with every seed set when the
+    full run bears them out (``python -m tinynorm.experiments.audit`` measures that). The others
+    are returned apart, measured but not judged: their quick numbers are too noisy to mean a PASS
+    or a FAIL.
+    """
     if not quick:
         return checks, []
     unknown = resolvable - {c["id"] for c in checks}

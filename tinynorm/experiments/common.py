@@ -165,30 +165,3 @@ def run_seeds(experiment: str, seeds: Any, default: tuple[int, ...]) -> tuple[in
     if not chosen:
         raise ValueError(f"{experiment}.run: seeds must name at least one seed")
     return chosen
-
-
-FULL_RUN_ONLY = "full run only: see docs/experiments.md"
-
-
-def quick_mode_checks(checks: list[dict[str, Any]], quick: bool,
-                      resolvable: frozenset[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split ``checks`` into those a run may judge and those only the full run can.
-
-    Every check has an ``id``; a full run judges them all. A quick run judges only the ids in
-    ``resolvable``: the claims whose quick-mode measurement passes with every seed set when the
-    full run bears them out (``python -m tinynorm.experiments.audit`` measures that). The others
-    are returned apart, measured but not judged: their quick numbers are too noisy to mean a PASS
-    or a FAIL.
-    """
-    if not quick:
-        return checks, []
-    unknown = resolvable - {c["id"] for c in checks}
-    if unknown:
-        raise ValueError(f"quick_mode_checks: resolvable ids {sorted(unknown)} name no check")
-    return ([c for c in checks if c["id"] in resolvable], [c for c in checks if c["id"] not in resolvable])
-
-
-def check_lines(results: dict[str, Any]) -> list[str]:
-    """Markdown bullet lines for a result's checks: PASS/FAIL, then the claims left to the full run."""
-    lines = [f"- {'PASS' if c['passed'] else 'FAIL'}: {c['claim']}" for c in results["checks"]]
-    return lines + [f"- {FULL_RUN_ONLY}: {c['claim']}" for c in results.get("full_run_only", [])]

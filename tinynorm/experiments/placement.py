@@ -69,8 +69,8 @@ from ..nn.blocks import MLPBlock
 from ..nn.functional import cross_entropy
 from ..random import manual_seed
 from ..tensor import Tensor, tensor
-from .common import (check_lines, forward_hooks, markdown_table, new_figure, quick_mode_checks, save_figure,
-                     single_threaded, write_json)
+from .claims import check_lines, quick_mode_checks
+from .common import forward_hooks, markdown_table, new_figure, run_seeds, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
 from .training import loss_of, train_steps
 
@@ -343,9 +343,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
     ``seeds`` replaces the mode's seeds; (d) trains from the first ``Settings.train_seed_count`` of them.
     """
     settings = QUICK if quick else FULL
-    seeds = tuple(seeds) if seeds is not None else settings.seeds
-    if not seeds:
-        raise ValueError("placement.run: seeds must name at least one seed")
+    seeds = run_seeds("placement", seeds, settings.seeds)
     out_dir = Path(out_dir)
     start = time.perf_counter()
     text = load_text_corpus()

@@ -45,9 +45,9 @@ from ..models import TinyTransformerLM
 from ..nn.functional import cross_entropy
 from ..random import manual_seed
 from ..tensor import tensor
-from .common import markdown_table, new_figure, save_figure, write_json
+from .claims import check_lines, quick_mode_checks
+from .common import markdown_table, new_figure, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
-from .common import check_lines, quick_mode_checks, single_threaded
 
 NORMS = ("layernorm", "rmsnorm")
 EPS = 1e-5

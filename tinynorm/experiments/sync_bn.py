@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from ..optim.lr_scheduler import CosineAnnealingLR
 from ..random import manual_seed
 from ..tensor import tensor
 from .claims import check, check_lines, quick_mode_checks, mean_and_stderr
-from .common import cpu_seconds, duration, markdown_table, new_figure, save_figure, single_threaded
+from .common import cpu_seconds, duration, markdown_table, new_figure, run_seeds, save_figure, single_threaded
 from .records import write_outputs
 
 NORMS = ("batchnorm", "syncbn", "groupnorm")
@@ -214,10 +214,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: Sequence[int] | None = 
     """The DDP runs for every world size, then the single-process references (each also with its batches'
     rows reversed); write sync_bn.json, .md, .png."""
     settings = QUICK if quick else FULL
-    if seeds is not None:
-        settings = Settings(**{**asdict(settings), "seeds": tuple(seeds)})
-    if not settings.seeds:
-        raise ValueError("sync_bn.run: seeds must name at least one seed")
+    settings = replace(settings, seeds=run_seeds("sync_bn", seeds, settings.seeds))
     out_dir = Path(out_dir)
     start, start_cpu = time.perf_counter(), cpu_seconds()
     distributed_runs = []

@@ -65,28 +65,37 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)``, with a large enough batch shared out among BLAS's threads (module docstring)."""
     if a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) < 3 or a.dtype != b.dtype or a.dtype not in _BLAS_DTYPES:
         return np.matmul(a, b)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.shape[-2] != k or m * n * k < SPLIT_MIN_MULTIPLY_ADDS or not _blas():
+        return np.matmul(a, b)  # also numpy's own errors
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         return np.matmul(a, b)  # numpy's own error
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    blas = _blas()
-    if not blas or b.shape[-2] != k or m * n * k < SPLIT_MIN_MULTIPLY_ADDS:
-        return np.matmul(a, b)
     axis = next((i for i, size in enumerate(batch) if size > 1), None)
+    if axis is None:
+        return np.matmul(a, b)
     with _lock:
-        threads = blas.get_num_threads()
-        if axis is None or threads < 2:
-            return np.matmul(a, b)
-        a, b = np.broadcast_to(a, batch + (m, k)), np.broadcast_to(b, batch + (k, n))
-        out = np.empty(batch + (m, n), a.dtype)
-        bounds = np.linspace(0, batch[axis], min(threads, batch[axis]) + 1).astype(int)
-        slices = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        blas.set_num_threads(1)
-        try:
-            done = [_pool(threads).submit(np.matmul, a[s], b[s], out=out[s]) for s in slices]
-            for future in done:
-                future.result()
-        finally:
-            blas.set_num_threads(threads)
+        threads = _blas().get_num_threads()  # read under the lock: a split elsewhere sets it to 1
+        if threads >= 2:
+            return _split_matmul(a, b, batch, axis, threads)
+    return np.matmul(a, b)
+
+
+def _split_matmul(a: np.ndarray, b: np.ndarray, batch: tuple[int, ...], axis: int, threads: int) -> np.ndarray:
+    """``np.matmul(a, b)`` as ``threads`` slices of batch ``axis``, each on its own thread with BLAS at one
+    thread; the caller holds the lock."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a, b = np.broadcast_to(a, batch + (m, k)), np.broadcast_to(b, batch + (k, n))
+    out = np.empty(batch + (m, n), a.dtype)
+    bounds = np.linspace(0, batch[axis], min(threads, batch[axis]) + 1).astype(int)
+    slices = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    pool, blas = _pool(threads), _blas()
+    blas.set_num_threads(1)
+    try:
+        done = [pool.submit(np.matmul, a[s], b[s], out=out[s]) for s in slices]
+        for future in done:
+            future.result()
+    finally:
+        blas.set_num_threads(threads)
     return out
