@@ -58,7 +58,7 @@ from tinynorm.optim import SGD
 from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
 from . import batch_size_analysis
-from .batch_size_analysis import MIN_POINTS, NOISE_SE
+from .batch_size_analysis import MIN_POINTS, NOISE_SE, significant
 from .claims import check_lines, quick_mode_checks
 from .common import forward_hooks, markdown_table, new_figure, save_figure, single_threaded, write_json
 from .common import progress as progress_bar
@@ -546,8 +546,7 @@ def rise(cells: dict[str, Any], small: str, large: str) -> tuple[float, float]:
 
 def significant_rise(cells: dict[str, Any], small: str, large: str) -> bool:
     """The error at ``small`` is above the one at ``large`` by MIN_POINTS and by NOISE_SE standard errors."""
-    difference, se = rise(cells, small, large)
-    return difference > MIN_POINTS and difference > NOISE_SE * se
+    return significant(*rise(cells, small, large))
 
 
 def checks(errors: dict[str, Any], analysis: dict[str, Any], mistakes: dict[str, Any],
@@ -610,7 +609,7 @@ def mechanism_checks(errors: dict[str, Any], analysis: dict[str, Any], small: st
                                f"{small} normalized with their own statistics (as in training) err less "
                                f"({at_small['batch']['mean']:.2f}%) than the running statistics "
                                f"({at_small['running']['mean']:.2f}%; difference {gain:.2f} +- {se:.2f})",
-                      "passed": gain > MIN_POINTS and gain > NOISE_SE * se})
+                      "passed": significant(gain, se)})
         for batch in (b for b in ("8", "16") if b in cells):
             by_momentum = cells[batch]["momentum"]
             default = by_momentum[str(DEFAULT_MOMENTUM)]

@@ -39,6 +39,12 @@ NOISE_SE = 2.0  # ... and above this many standard errors of the difference over
 EQUALITY_SE = 3.0  # a measured ratio agrees with its prediction within this many standard errors
 
 
+def significant(difference: float, se: float) -> bool:
+    """Whether a rise in error (points, with its standard error) counts: above MIN_POINTS and NOISE_SE
+    standard errors."""
+    return difference > MIN_POINTS and difference > NOISE_SE * se
+
+
 def _difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
     """a - b for two {mean, sem} cells over independent seeds."""
     return {"mean": a["mean"] - b["mean"], "se": math.hypot(a["sem"], b["sem"])}
@@ -71,7 +77,7 @@ def degradation(analysis: dict[str, dict[str, Any]], reference: int) -> dict[str
                 "min_n_eff": cell["min_n_eff"], "min_values": cell["min_values"],
                 "seeds": min(cell["seeds"], base["seeds"]), "rise": rise,
                 "recovered": recovered, "discrepancy": discrepancy, "training_noise": running["mean"] - discrepancy,
-                "degraded": int(batch) != reference and running["mean"] > max(MIN_POINTS, NOISE_SE * running["se"])}
+                "degraded": int(batch) != reference and significant(running["mean"], running["se"])}
     return table
 
 
