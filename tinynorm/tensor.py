@@ -20,16 +20,18 @@ no op, because the ops build on ``Tensor``. The methods that are ops are attache
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import cuda as _cuda  # imports numba.cuda only when first used
 from . import dtypes, printing
 from .backends import canonical_device, get_backend
-from .backends.contract import Backend
 from .devices import CPU, default_device_name, device, tensor_device
 from .size import Size, as_size
+
+if TYPE_CHECKING:
+    from .backends.contract import Backend
 
 Shape = tuple[int, ...]
 _Device = device  # the class: Tensor has an attribute of the same name

@@ -288,7 +288,8 @@ PROPERTIES: dict[str, property] = {
 }
 
 # In-place variants of the methods above: ``x.sin_()`` writes ``sin(x)`` into ``x``. (add_, mul_, exp_, ...,
-# copy_, fill_ and the random fills are defined on Tensor itself: they have faster, direct forms.)
+# copy_, fill_, normal_, uniform_ and bernoulli_ have direct forms in tensor_operators.py; the other random
+# fills come from random_fills.FILLS.)
 IN_PLACE = [
     "sin", "cos", "tan", "log1p", "expm1", "log2", "exp2", "erf", "floor", "ceil", "trunc", "fix", "round", "frac",
     "sign", "reciprocal", "square", "lerp", "nan_to_num", "fmod", "remainder", "floor_divide", "true_divide",

@@ -9,6 +9,7 @@ imported. A copied method is an ordinary method of ``Tensor``: ``Tensor.__add__`
 """
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Any, Callable
 
@@ -352,7 +353,7 @@ def install(cls: type) -> None:
     """Copy the methods and properties of :class:`TensorOperators` onto ``cls``, named as its own
     (``Tensor.add_``)."""
     for name, attribute in vars(TensorOperators).items():
-        if isinstance(attribute, (property, type(install))):
+        if isinstance(attribute, (property, types.FunctionType)):
             function = attribute.fget if isinstance(attribute, property) else attribute
             function.__qualname__ = f"{cls.__name__}.{function.__name__}"
             setattr(cls, name, attribute)

@@ -31,12 +31,14 @@ no higher-order gradients, and every op stays plain array math that a reader can
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..backends import get_backend
-from ..backends.contract import Backend
 from ..tensor import Tensor, VersionCounter
 from .grad_mode import _state as _grad_mode
+
+if TYPE_CHECKING:
+    from ..backends.contract import Backend
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time, or to read saved tensors after they were "

@@ -14,15 +14,15 @@ ask about them: tinynorm has neither (see their docstrings).
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .contract import Backend
+if TYPE_CHECKING:  # the declaration, for readers and editors; nothing needs it at run time
+    from .contract import Backend
 
 _MODULES = {"cpu": "tinynorm.backends.cpu", "cuda": "tinynorm.backends.cuda"}
-_loaded: dict[str, ModuleType] = {}
+_loaded: dict[str, Any] = {}  # device name -> backend module
 
 
 def canonical_device(device: object) -> str:
@@ -42,7 +42,7 @@ def get_backend(device: str) -> Backend:
         except ImportError as error:
             raise RuntimeError(f"device {device!r} is not available: {error}") from error
         _loaded[device] = backend
-    return cast(Backend, backend)
+    return backend
 
 
 def is_basic_index(index: Any) -> bool:

@@ -11,7 +11,6 @@ read back). Gradients are those of the lookup, gather and reduction.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._checks import check_tensor

@@ -36,14 +36,13 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def check_nchw(name: str, array: object) -> CudaArray:
-    """``array`` after checking it is a C-contiguous float32/float64 NCHW CudaArray (the CPU's
-    :func:`tinynorm.kernels.cpu.conv.check_nchw` on the device)."""
+    """``array``, C-contiguous (a copy when strided), after checking it is a float32/float64 NCHW CudaArray
+    (the CPU's :func:`tinynorm.kernels.cpu.conv.check_nchw` on the device)."""
     array = check_array(name, array)
     if array.ndim != 4:
         raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {tuple(array.shape)}")
     if array.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must be float32 or float64, got {array.dtype}")
-    check_contiguous(name, array)
     return array
 
 
