@@ -10,6 +10,7 @@ pytest.importorskip("sklearn")
 
 import tinynorm as tn
 from tinynorm.experiments import batch_size as exp
+from tinynorm.experiments.common import run_jobs
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +226,22 @@ def test_statistics_noise_leaves_the_model_as_it_was():
     assert not model.training
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(value.numpy(), before[name])
+
+
+@pytest.mark.slow
+def test_jobs_in_worker_processes_give_the_records_of_this_process():
+    """The full run trains in one process per core: each job's record must not depend on where it ran
+    (the float64 statistics up to the summation order numpy picks for an array's memory alignment)."""
+    data = exp.load_data("digits")
+    jobs = [("digits-mlp", "batchnorm", 32, 0, exp.QUICK, data, False),
+            ("digits-mlp", "layernorm", 16, 1, exp.QUICK, data, False)]
+    here = run_jobs(exp.train_job, jobs, workers=1, enabled=False)
+    there = run_jobs(exp.train_job, jobs, workers=2, enabled=False, cost=exp._training_steps)
+    for (record, mistakes), (other, other_mistakes) in zip(here, there):
+        assert mistakes is None and other_mistakes is None
+        assert record.pop("seconds") > 0 and other.pop("seconds") > 0
+        assert {k: v for k, v in record.items() if k != "statistics"} == {k: v for k, v in other.items() if k != "statistics"}
+        for layer, other_layer in zip(record.get("statistics", []), other.get("statistics", []), strict=True):
+            assert layer.keys() == other_layer.keys()
+            np.testing.assert_allclose([layer[k] for k in layer], [other_layer[k] for k in layer], rtol=1e-9)
+    assert [record["norm"] for record, _ in there] == ["batchnorm", "layernorm"]  # in job order

@@ -1,17 +1,17 @@
 """Thread timing in Numba's CUDA simulator: tinynorm's block-wide kernels give the right results however
 the threads of a block interleave, and the simulator's shared arrays are made once per block.
 
-The simulator runs a block's threads as Python threads, in whatever order the interpreter switches them.
-Two things can go wrong, and each is provoked here on purpose rather than left to a loaded machine:
+Two things can go wrong, and each is provoked here on purpose:
 
-* the simulator's own ``cuda.shared.array`` (``tinynorm/backends/cuda/runtime/simulator_compat.py``): a
-  thread stalled while declaring a shared array made Numba's original give threads arrays of their own;
-  the test shows the failure with the original and none with the replacement;
-* a missing ``cuda.syncthreads()`` in a kernel: :func:`ordered_threads` makes the threads run each
-  stretch between two barriers in thread order, or in reverse, so a thread that reads shared memory
-  before its writer has reached the barrier reads stale data every time. A control kernel without a
-  barrier in its tree shows that the schedule catches one; then every block-wide reduction runs under
-  both orders against numpy.
+* the simulator's own ``cuda.shared.array`` (``tinynorm/backends/cuda/runtime/simulator_compat.py``): under
+  Numba's thread blocks (a Python thread per CUDA thread), a thread stalled while declaring a shared array
+  made Numba's original give threads arrays of their own; the test shows the failure with the original
+  and none with the replacement;
+* a missing ``cuda.syncthreads()`` in a kernel: the runtime's blocks (``simulator_blocks.py``) run each
+  stretch between two barriers thread by thread, in thread order or in reverse (:data:`schedule`), so a
+  thread that reads shared memory before its writer has reached the barrier reads stale data every time.
+  A control kernel without a barrier in its tree shows that the schedule catches one; then every
+  block-wide reduction runs under both orders against numpy.
 
 Run by test_cuda_simulator.py with ``NUMBA_ENABLE_CUDASIM=1``.
 """
@@ -32,10 +32,8 @@ from tinynorm.backends import cpu
 from tinynorm.backends.cuda import indexing, linalg, reductions
 from tinynorm.backends.cuda import losses, softmax
 from tinynorm.backends.cuda.array import CudaArray
-from tinynorm.backends.cuda.runtime import simulator_compat
+from tinynorm.backends.cuda.runtime import simulator_blocks, simulator_compat
 from tinynorm.kernels import cuda as kernels
-
-STEP_S = 1e-4  # between two threads' starts after a barrier: far longer than a stretch of kernel code
 
 
 def device(array) -> CudaArray:
@@ -66,6 +64,9 @@ def _sum_through_shared(x, out):
 
 @pytest.fixture
 def stalling_shared_arrays(monkeypatch):
+    """Numba's own thread blocks, whose shared-array lookups stall."""
+    for name, original in simulator_blocks.originals.items():
+        monkeypatch.setattr(simulator_kernel if name == "BlockManager" else kernelapi, name, original)
     original_init = kernelapi.FakeCUDAShared.__init__
 
     def init(self, dynshared_size):
@@ -90,17 +91,10 @@ def test_every_thread_of_a_block_gets_the_same_shared_array(stalling_shared_arra
 # --------------------------------------------------------------------------- barriers in tinynorm's kernels
 @pytest.fixture(params=["thread order", "reverse order"])
 def ordered_threads(request, monkeypatch):
-    """After every barrier, the block's threads resume one after another (``STEP_S`` apart), in thread
-    order or in reverse: each stretch of code between two barriers runs thread by thread."""
-    resume = simulator_kernel.BlockThread.syncthreads
-    reverse = request.param == "reverse order"
-
-    def syncthreads(self):
-        resume(self)
-        threads = int(np.prod(self._manager._block_dim))
-        time.sleep(STEP_S * ((threads - 1 - self.thread_id) if reverse else self.thread_id))
-
-    monkeypatch.setattr(simulator_kernel.BlockThread, "syncthreads", syncthreads)
+    """The runtime's thread blocks, each stretch of code between two barriers run thread by thread, in
+    thread order or in reverse."""
+    assert simulator_blocks.originals, "the runtime's thread blocks are not in place (is greenlet installed?)"
+    monkeypatch.setattr(simulator_blocks, "schedule", request.param)
     return request.param
 
 

@@ -60,8 +60,7 @@ from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 from . import batch_size_analysis
 from .batch_size_analysis import MIN_POINTS, NOISE_SE, significant
 from .claims import check_lines, quick_mode_checks
-from .common import forward_hooks, markdown_table, new_figure, save_figure, single_threaded, write_json
-from .common import progress as progress_bar
+from .common import available_cores, forward_hooks, markdown_table, new_figure, run_jobs, save_figure, write_json
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
 EVAL_BATCH = 256
@@ -392,7 +391,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     ``quick``: the digits MLP with BatchNorm and LayerNorm at batch 2 and 32, two seeds, 3 epochs, plus
     the digits CNN with BatchNorm at batch 32 for the mistakes. The full run: five models (digits MLP
     and CNN, MNIST-1D MLP, CNN and CNN with a 1x1 stage), BatchNorm and a per-sample norm (none for the
-    1x1 variant), batch sizes 2 to 32, three seeds, 8 epochs on digits and 6 on MNIST-1D.
+    1x1 variant), batch sizes 2 to 32, three seeds, 8 epochs on digits and 6 on MNIST-1D; its trainings
+    run in one single-threaded process per core, the quick mode's in this process.
     """
     settings = QUICK if quick else FULL
     if seeds is not None:
@@ -405,18 +405,11 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
     jobs = [(kind, norm, batch, seed) for kind, norms in settings.models.items() for norm in norms
             for batch in settings.batch_sizes for seed in settings.seeds]
     extra = [] if subject in jobs else [subject]  # quick mode has no CNN runs: train the subject alone
-    runs, mistakes = [], {}
-    with single_threaded():
-        for job in progress_bar(jobs + extra, label="batch_size", enabled=progress):
-            record, model = train_and_evaluate(*job, settings, data[MODELS[job[0]][0]])
-            if job not in extra:
-                runs.append(record)
-            if job == subject:
-                digits = data[MODELS[MISTAKES_MODEL][0]]
-                mistakes = {"model": MISTAKES_MODEL, "norm": "batchnorm", "batch_size": REFERENCE_BATCH,
-                            "seed": job[3], "test_error": record["test_error"],
-                            "train_mode": train_mode_evaluation(model, MISTAKES_MODEL, settings.width, digits[2], digits[3]),
-                            "stale_statistics": stale_statistics(model, MISTAKES_MODEL, settings.width, digits)}
+    arguments = [(*job, settings, data[MODELS[job[0]][0]], job == subject) for job in jobs + extra]
+    outcomes = run_jobs(train_job, arguments, 1 if quick else available_cores(), label="batch_size",
+                        enabled=progress, cost=_training_steps)
+    runs = [record for job, (record, _) in zip(jobs + extra, outcomes) if job not in extra]
+    mistakes = next(found for _, found in outcomes if found is not None)
     errors = error_table(runs)
     analysis = batch_norm_analysis(runs)
     results: dict[str, Any] = {
@@ -449,6 +442,25 @@ def _checked_seeds(seeds: Any) -> tuple[int, ...]:
             or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in seeds)):
         raise TypeError(f"seeds must be a non-empty list of ints, got {seeds!r}")
     return tuple(int(s) for s in seeds)
+
+
+def _training_steps(arguments: tuple[Any, ...]) -> int:
+    """The optimizer steps of one :func:`train_job` (its cost, roughly)."""
+    kind, _, batch, _, settings, data, _ = arguments
+    return settings.epochs[MODELS[kind][0]] * steps_per_epoch(len(data[0]), batch)
+
+
+def train_job(kind: str, norm: str, batch: int, seed: int, settings: Settings, data: tuple[np.ndarray, ...],
+              with_mistakes: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One job of :func:`run`: the record of :func:`train_and_evaluate`, and, when ``with_mistakes``,
+    the two BatchNorm mistakes measured on the trained model (None otherwise)."""
+    record, model = train_and_evaluate(kind, norm, batch, seed, settings, data)
+    if not with_mistakes:
+        return record, None
+    X_test, y_test = data[2], data[3]
+    return record, {"model": kind, "norm": norm, "batch_size": batch, "seed": seed, "test_error": record["test_error"],
+                    "train_mode": train_mode_evaluation(model, kind, settings.width, X_test, y_test),
+                    "stale_statistics": stale_statistics(model, kind, settings.width, data)}
 
 
 def train_and_evaluate(kind: str, norm: str, batch: int, seed: int, settings: Settings,

@@ -1,12 +1,16 @@
-"""What every experiment shares: a progress bar, one-thread execution, the run record (settings, seeds,
-versions) written as JSON, matplotlib figures saved without a screen, and Markdown tables."""
+"""What every experiment shares: a progress bar, one-thread execution (in one process or one per core),
+the run record (settings, seeds, versions) written as JSON, matplotlib figures saved without a screen,
+and Markdown tables."""
 from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import os
 import platform
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -61,6 +65,39 @@ def single_threaded() -> Iterator[None]:
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_jobs(function: Callable[..., T], jobs: list[tuple[Any, ...]], workers: int = 1, label: str = "",
+             enabled: bool = True, cost: Callable[[tuple[Any, ...]], float] | None = None) -> list[T]:
+    """``[function(*job) for job in jobs]``, each job on one thread (:func:`single_threaded`), with a
+    progress bar.
+
+    With ``workers`` > 1 the jobs run in that many processes at once, so independent trainings use every
+    core. The processes are started fresh (``spawn``: a forked copy of a process whose OpenMP runtime
+    has started may hang), so ``function`` and the jobs must be picklable; they start the costliest
+    first (by ``cost``, when given), so that no long job is left running alone at the end. The results
+    come back in job order, and a job's exception is raised here.
+    """
+    if workers <= 1:
+        with single_threaded():
+            return [function(*job) for job in progress(jobs, label=label, enabled=enabled)]
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_thread) as pool:
+        starts = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i])) if cost else range(len(jobs))
+        futures = {i: pool.submit(function, *jobs[i]) for i in starts}
+        for _ in progress(as_completed(futures.values()), total=len(jobs), label=label, enabled=enabled):
+            pass
+        return [futures[i].result() for i in range(len(jobs))]
+
+
+def _one_thread() -> None:
+    """A worker process of :func:`run_jobs`: Numba and BLAS on one thread for its lifetime."""
+    single_threaded().__enter__()
 
 
 @contextlib.contextmanager
