@@ -42,11 +42,18 @@ def device(array) -> CudaArray:
 
 # ------------------------------------------------------------------------- the simulator's shared arrays
 class _StallingDict(dict):
-    """A shared-array registry whose lookups stall, as a thread switched out right after one would."""
+    """A shared-array registry whose lookups stall, as a thread switched out right after one would, and
+    which counts the arrays made."""
+
+    made = 0
+
+    def __setitem__(self, key, value):
+        _StallingDict.made += 1
+        super().__setitem__(key, value)
 
     def get(self, key, default=None):
         found = super().get(key, default)
-        time.sleep(0.002)
+        time.sleep(0.02)  # long beside the start of the next thread, even on a loaded machine
         return found
 
 
@@ -74,6 +81,7 @@ def stalling_shared_arrays(monkeypatch):
         self._allocations = _StallingDict()
 
     monkeypatch.setattr(kernelapi.FakeCUDAShared, "__init__", init)
+    monkeypatch.setattr(_StallingDict, "made", 0)
 
 
 @pytest.mark.parametrize("implementation", ["numba", "tinynorm"])
@@ -82,9 +90,10 @@ def test_every_thread_of_a_block_gets_the_same_shared_array(stalling_shared_arra
         monkeypatch.setattr(kernelapi.FakeCUDAShared, "array", simulator_compat.originals["array"])
     x, out = np.arange(32, dtype=np.float32), np.zeros(1, np.float32)
     _sum_through_shared[1, 32](x, out)
-    if implementation == "numba":  # the control: threads made arrays of their own, the sum saw garbage
-        assert out[0] != x.sum()
+    if implementation == "numba":  # the control: threads made arrays of their own
+        assert _StallingDict.made > 1
     else:
+        assert _StallingDict.made == 1
         assert out[0] == x.sum()
 
 

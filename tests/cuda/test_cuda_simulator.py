@@ -5,12 +5,11 @@ already, so each file runs in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``. A fi
 any of its tests fails, or when none ran or some were skipped: the simulator tests never disappear
 silently. Run one file directly with ``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda/sim_ops.py``.
 
-The simulator runs kernels in Python on one core, and the files take from seconds to minutes. So all
-selected files start in a pool of one worker per core as soon as the tests are collected, the slowest
-first (``sim_api_ops.py``, the API tests on CUDA, takes about 3 minutes on a 2-core machine, the next
-few 1-2 minutes each, the rest seconds to a minute),
-while this process runs the other tests; these tests run last (``tests/conftest.py`` moves them) and
-each waits for its own file.
+The simulator runs kernels in Python on one core, and the files take from a second to half a minute. So
+all selected files start in a pool of one worker per core as soon as the tests are collected, the
+slowest first (the API tests on CUDA, ``sim_api_ops.py`` and ``sim_nn_api.py``, and the trainings take
+20-30 s each on a 2-core machine, the rest a few seconds), while this process runs the other tests;
+these tests run last (``tests/conftest.py`` moves them) and each waits for its own file.
 """
 import importlib.util
 import os
@@ -24,8 +23,8 @@ import pytest
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-SLOWEST = ["sim_api_ops.py", "sim_norm_layers.py", "sim_bench_training.py", "sim_host_tools.py", "sim_norm_kernels.py",
-           "sim_nn_api.py", "sim_ops.py", "sim_training.py"]
+SLOWEST = ["sim_api_ops.py", "sim_nn_api.py", "sim_training.py", "sim_host_tools.py", "sim_bench_training.py",
+           "sim_ops.py", "sim_rnn.py", "sim_matmul.py", "sim_tensor_semantics.py", "sim_random_optim.py"]
 # The slowest first, so that the pool ends on short files.
 SIMULATOR_FILES = sorted((path.name for path in HERE.glob("sim_*.py")),
                          key=lambda name: (SLOWEST.index(name) if name in SLOWEST else len(SLOWEST), name))

@@ -44,11 +44,9 @@ class SimulatedThread(greenlet.greenlet if greenlet else object):
     def __init__(self, block: CooperativeBlock, body: Callable[[], None], block_index: tuple[int, ...],
                  thread_index: tuple[int, ...]) -> None:
         super().__init__(run=body)
-        from numba.cuda.simulator.kernelapi import Dim3
-
         self.block = block
-        self.blockIdx = Dim3(*block_index)
-        self.threadIdx = Dim3(*thread_index)
+        self.blockIdx = block.Dim3(*block_index)
+        self.threadIdx = block.Dim3(*thread_index)
         x, y, _ = block.block_dim
         self.thread_id = self.threadIdx.x + x * (self.threadIdx.y + y * self.threadIdx.z)
 
@@ -80,6 +78,9 @@ class CooperativeBlock:
 
     def __init__(self, kernel: Callable[..., None], grid_dim: tuple[int, ...], block_dim: tuple[int, ...],
                  debug: bool) -> None:
+        from numba.cuda.simulator.kernelapi import Dim3
+
+        self.Dim3 = Dim3  # the simulator's index triple, what threadIdx and blockIdx return
         self.kernel = kernel
         self.block_dim = tuple(block_dim)
         self.debug = debug

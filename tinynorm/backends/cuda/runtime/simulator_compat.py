@@ -1,10 +1,12 @@
 """A thread-safe ``cuda.shared.array`` for Numba's CUDA simulator (numba-cuda 0.30).
 
-The simulator runs every CUDA thread of a block as a Python thread, and finds a block's shared array
-by the source line that declares it: a lookup in a dict, then an insert if the array is new, without a
-lock. Two threads that reach the declaration together (more likely on a loaded machine, where the
-interpreter switches threads more often) can each make an array of their own; a block reduction then
-combines uninitialised values (softmax's log-sum-exp raised ``math domain error`` that way).
+Numba's simulator runs every CUDA thread of a block as a Python thread, and finds a block's shared
+array by the source line that declares it: a lookup in a dict, then an insert if the array is new,
+without a lock. Two threads that reach the declaration together (more likely on a loaded machine, where
+the interpreter switches threads more often) can each make an array of their own; a block reduction then
+combines uninitialised values (softmax's log-sum-exp raised ``math domain error`` that way). The
+runtime's own thread blocks (:mod:`.simulator_blocks`) switch threads only at barriers and cannot race
+here; Numba's run where ``greenlet`` is missing.
 
 :func:`apply` replaces ``FakeCUDAShared.array`` with a version that makes the array under a lock, once
 per block and declaration, with the same key (the declaring file and line). Outside the simulator it
