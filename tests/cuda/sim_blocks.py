@@ -68,13 +68,19 @@ def _rotate_with_early_exits(x, out, live):
     out[t] = buffer[t]
 
 
-@pytest.mark.parametrize("schedule", ["thread order", "reverse order"])
-def test_barriers_wait_for_the_threads_still_running(blocks, monkeypatch, schedule):
-    monkeypatch.setattr(simulator_blocks, "schedule", schedule)
-    x, out = np.arange(64, dtype=np.int32) * 7, np.full(64, -1, np.int32)
-    _rotate_with_early_exits[1, 64](x, out, 40)
-    np.testing.assert_array_equal(out[:40], np.roll(x[:40], -3))
-    assert (out[40:] == -1).all()
+def test_barriers_wait_for_the_threads_still_running(blocks, monkeypatch):
+    for schedule in simulator_blocks.SCHEDULES if blocks == "runtime" else ["thread order"]:
+        monkeypatch.setattr(simulator_blocks, "schedule", schedule)
+        x, out = np.arange(64, dtype=np.int32) * 7, np.full(64, -1, np.int32)
+        _rotate_with_early_exits[1, 64](x, out, 40)
+        np.testing.assert_array_equal(out[:40], np.roll(x[:40], -3))
+        assert (out[40:] == -1).all()
+
+
+def test_an_unknown_schedule_is_refused(monkeypatch):
+    monkeypatch.setattr(simulator_blocks, "schedule", "reverse")
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        _rotate_with_early_exits[1, 8](np.arange(8, dtype=np.int32), np.zeros(8, np.int32), 8)
 
 
 @cuda.jit
@@ -99,6 +105,30 @@ def _fails_in_one_thread(out):
         out[100] = 1.0  # out of bounds
     cuda.syncthreads()
     out[cuda.threadIdx.x] = 1.0
+
+
+@cuda.jit(device=True)
+def _barrier_then_block_size(fail):
+    if fail and cuda.threadIdx.x == 3:
+        raise ValueError("thread 3 fails")
+    cuda.syncthreads()
+    return cuda.blockDim.x
+
+
+@cuda.jit
+def _block_size_through_a_device_function(out, fail):
+    out[cuda.threadIdx.x] = _barrier_then_block_size(fail)
+
+
+def test_threads_waiting_when_another_fails_are_ended():
+    """The threads left at a barrier by a failed launch must not keep its context: the next launch of the
+    same code sees its own block size. (Numba's blocks leave their threads to unwind on their own, so
+    there the next launch may or may not see it: the runtime's blocks only.)"""
+    with pytest.raises(ValueError, match="thread 3 fails"):
+        _block_size_through_a_device_function[1, 4](np.zeros(4, np.int64), True)
+    out = np.zeros(8, np.int64)
+    _block_size_through_a_device_function[1, 8](out, False)
+    assert out.tolist() == [8] * 8
 
 
 def test_an_error_names_the_thread_and_block(blocks):

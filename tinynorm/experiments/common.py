@@ -83,21 +83,31 @@ def run_jobs(function: Callable[..., T], jobs: list[tuple[Any, ...]], workers: i
     first (by ``cost``, when given), so that no long job is left running alone at the end. The results
     come back in job order, and a job's exception is raised here.
     """
-    if workers <= 1:
+    if workers <= 1 or len(jobs) <= 1:
         with single_threaded():
             return [function(*job) for job in progress(jobs, label=label, enabled=enabled)]
     with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
         starts = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i])) if cost else range(len(jobs))
         futures = {i: pool.submit(function, *jobs[i]) for i in starts}
-        for _ in progress(as_completed(futures.values()), total=len(jobs), label=label, enabled=enabled):
-            pass
+        try:
+            for future in progress(as_completed(futures.values()), total=len(jobs), label=label, enabled=enabled):
+                future.result()  # a failed job stops the run now, not after the others
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # the jobs not started yet never start
+            raise
         return [futures[i].result() for i in range(len(jobs))]
 
 
+_worker_threads: list[contextlib.AbstractContextManager[None]] = []
+
+
 def _one_thread() -> None:
-    """A worker process of :func:`run_jobs`: Numba and BLAS on one thread for its lifetime."""
-    single_threaded().__enter__()
+    """A worker process of :func:`run_jobs`: Numba and BLAS on one thread for its lifetime (the context
+    is kept, so that it is never left)."""
+    limits = single_threaded()
+    limits.__enter__()
+    _worker_threads.append(limits)
 
 
 @contextlib.contextmanager

@@ -10,8 +10,11 @@ thread runs until it finishes or reaches a barrier; when every live thread has d
 resume. That is the semantics of Numba's manager (a barrier waits for the threads still running), in a
 fixed schedule: the stretches of code between two barriers run thread by thread, in thread order, or in
 reverse when :data:`schedule` says so (``tests/cuda/sim_races.py`` runs the block-wide kernels both ways,
-so a read of shared memory before its writer's barrier reads stale data every time). An exception in a
-thread ends the launch with the thread and block named, as Numba's does.
+so a read of shared memory before its writer's barrier reads stale data every time). Threads never
+interleave between barriers: a missing barrier that only a lower thread's write before a higher thread's
+read would expose passes in thread order, and a thread spinning on a flag another thread of its block
+sets never ends. An exception in a thread ends the launch with the thread and block named, as Numba's
+does (the first failing thread of the schedule), and ends the block's other threads.
 
 :func:`apply` puts it in place of Numba's ``BlockManager`` and makes the simulator's ``threadIdx``,
 ``blockIdx``, ``laneid`` and barriers find the running greenlet (the simulator asks
@@ -31,6 +34,7 @@ try:
 except ImportError:  # the simulator then runs Numba's own thread blocks
     greenlet = None
 
+SCHEDULES = ("thread order", "reverse order")
 schedule = "thread order"
 """The order in which a block's threads run each stretch between two barriers: 'thread order' or
 'reverse order'."""
@@ -87,12 +91,19 @@ class CooperativeBlock:
         self.votes = np.zeros(self.block_dim, dtype=np.bool_)
 
     def run(self, block_index: tuple[int, ...], *args: Any) -> None:
+        if schedule not in SCHEDULES:
+            raise ValueError(f"simulator_blocks.schedule must be one of {SCHEDULES}, got {schedule!r}")
         threads = [SimulatedThread(self, self._body(block_index, thread_index, args), block_index, thread_index)
                    for thread_index in np.ndindex(*self.block_dim)]
-        while threads:  # each pass runs every live thread to its next barrier or its end
-            for thread in reversed(threads) if schedule == "reverse order" else threads:
-                thread.switch()
-            threads = [thread for thread in threads if not thread.dead]
+        try:
+            while threads:  # each pass runs every live thread to its next barrier or its end
+                for thread in reversed(threads) if schedule == "reverse order" else threads:
+                    thread.switch()
+                threads = [thread for thread in threads if not thread.dead]
+        finally:  # after an error, end the threads waiting at a barrier (Numba's kernel context unwinds)
+            for thread in threads:
+                if not thread.dead:
+                    thread.throw(greenlet.GreenletExit)
 
     def _body(self, block_index: tuple[int, ...], thread_index: tuple[int, ...],
               args: tuple[Any, ...]) -> Callable[[], None]:
