@@ -59,7 +59,7 @@ from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
 from . import batch_size_analysis
 from .batch_size_analysis import MIN_POINTS, NOISE_SE, significant
-from .claims import check_lines, quick_mode_checks
+from .claims import check_lines, mean_and_stderr, quick_mode_checks
 from .common import available_cores, forward_hooks, markdown_table, new_figure, run_jobs, save_figure, write_json
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
@@ -516,8 +516,7 @@ def batch_norm_analysis(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[
             grouped.setdefault((r["model"], r["batch_size"]), []).append(r)
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for (kind, batch), group in grouped.items():
-        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group])) for key in NOISE_KEYS
-                   if all(key in r["statistics"][i] for r in group)}  # records of older runs lack some keys
+        layers = [{key: float(np.mean([r["statistics"][i][key] for r in group])) for key in NOISE_KEYS}
                   for i in range(len(group[0]["statistics"]))]
         errors = [r["errors_by_statistics"] for r in group]
         table.setdefault(kind, {})[str(batch)] = {
@@ -533,8 +532,8 @@ def batch_norm_analysis(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[
 
 def _mean_sem(values: list[float]) -> dict[str, Any]:
     """Mean, standard error of the mean (0 for a single value) and the values."""
-    sem = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
-    return {"mean": float(np.mean(values)), "sem": sem, "per_seed": [float(v) for v in values]}
+    mean, sem = mean_and_stderr(values)
+    return {"mean": mean, "sem": sem, "per_seed": [float(v) for v in values]}
 
 
 # --------------------------------------------------------------------------- checks and report
@@ -553,7 +552,7 @@ QUICK_CLAIMS = frozenset({"digits-mlp.batchnorm_degrades", "digits-mlp.layernorm
 def rise(cells: dict[str, Any], small: str, large: str) -> tuple[float, float]:
     """(error at ``small`` minus error at ``large``, its standard error over seeds)."""
     a, b = cells[small], cells[large]
-    return a["mean"] - b["mean"], math.hypot(_mean_sem(a["per_seed"])["sem"], _mean_sem(b["per_seed"])["sem"])
+    return a["mean"] - b["mean"], math.hypot(mean_and_stderr(a["per_seed"])[1], mean_and_stderr(b["per_seed"])[1])
 
 
 def significant_rise(cells: dict[str, Any], small: str, large: str) -> bool:

@@ -107,19 +107,17 @@ def first_layer_noise(analysis: dict[str, dict[str, Any]], noise_batches: int,
     channels share the batches."""
     found = {}
     for kind, cells in analysis.items():
-        usable = [c for c in cells.values() if "mean_variance_ratio" in c["layers"][0]]
-        if usable:
-            runs, seeds = sum(c["seeds"] for c in usable), max(c["seeds"] for c in usable)
-            ratio = sum(c["layers"][0]["mean_variance_ratio"] * c["seeds"] for c in usable) / runs
-            se = math.sqrt(2 / (noise_batches - 1) / runs + 2 / (reference_samples - 1) / seeds)
-            found[kind] = {"ratio": ratio, "se": se, "estimates": runs}
+        runs, seeds = sum(c["seeds"] for c in cells.values()), max(c["seeds"] for c in cells.values())
+        ratio = sum(c["layers"][0]["mean_variance_ratio"] * c["seeds"] for c in cells.values()) / runs
+        se = math.sqrt(2 / (noise_batches - 1) / runs + 2 / (reference_samples - 1) / seeds)
+        found[kind] = {"ratio": ratio, "se": se, "estimates": runs}
     return found
 
 
 def deeper_layer_ratios(analysis: dict[str, dict[str, Any]]) -> dict[str, list[float]]:
     """Per model: ``mean_variance_ratio`` of every BatchNorm after the first, at every batch size."""
-    return {kind: [layer["mean_variance_ratio"] for cell in cells.values() for layer in cell["layers"][1:]
-                   if "mean_variance_ratio" in layer] for kind, cells in analysis.items()}
+    return {kind: [layer["mean_variance_ratio"] for cell in cells.values() for layer in cell["layers"][1:]]
+            for kind, cells in analysis.items()}
 
 
 def std_spread_ratios(analysis: dict[str, dict[str, Any]]) -> dict[str, list[float]]:
