@@ -208,6 +208,23 @@ def report(args: argparse.Namespace, rows: list[dict], columns: Sequence[str], t
         print(f"wrote {png}")
 
 
+def run_table_benchmark(name: str, doc: str, argv: Sequence[str] | None,
+                        measure: Callable[[Any, int, Callable[[], float]], list[dict]], columns: Sequence[str],
+                        repeat: int, quick_repeat: int) -> int:
+    """The ``main`` of a benchmark whose ``measure(torch, repeat, clock)`` returns its one table's rows:
+    the common options, the import order, the thread settings, then :func:`report`."""
+    args, child = parse(make_parser(name, doc, repeat), argv, f"tinynorm.benchmarks.{name}")
+    if child is not None:
+        return child
+    torch = import_torch()
+    repeat = min(args.repeat, quick_repeat) if args.quick else args.repeat
+    with ThreadSettings(args.threads):
+        rows = measure(torch, repeat, CLOCKS[args.clock])
+        threading = threading_info()
+    report(args, rows, columns, threading, {"benchmark": name}, repeat)
+    return 0
+
+
 # ------------------------------------------------------------ process set-up
 def make_parser(name: str, doc: str, repeat: int) -> argparse.ArgumentParser:
     """The parser of ``tinynorm bench NAME`` (its description: ``doc``'s first line) with the options

@@ -82,17 +82,8 @@ def measure(torch: Any, repeat: int, clock: Callable[[], float]) -> list[dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = common.make_parser("engine", __doc__, repeat=15)
-    args, child = common.parse(parser, argv, "tinynorm.benchmarks.engine")
-    if child is not None:
-        return child
-    torch = common.import_torch()
-    repeat = min(args.repeat, 5) if args.quick else args.repeat
-    with common.ThreadSettings(args.threads):
-        rows = measure(torch, repeat, common.CLOCKS[args.clock])
-        threading = common.threading_info()
-    common.report(args, rows, ["case", "tinynorm_us", "torch_us", "ratio"], threading, {"benchmark": "engine"}, repeat)
-    return 0
+    return common.run_table_benchmark("engine", __doc__, argv, measure, ["case", "tinynorm_us", "torch_us", "ratio"],
+                                      repeat=15, quick_repeat=5)
 
 
 if __name__ == "__main__":

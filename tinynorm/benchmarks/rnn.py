@@ -109,19 +109,11 @@ def measure(torch: Any, repeat: int, clock: Callable[[], float]) -> list[dict]:
     return rows
 
 
+COLUMNS = ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms", "fused/torch"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = common.make_parser("rnn", __doc__, repeat=9)
-    args, child = common.parse(parser, argv, "tinynorm.benchmarks.rnn")
-    if child is not None:
-        return child
-    torch = common.import_torch()
-    repeat = min(args.repeat, 3) if args.quick else args.repeat
-    with common.ThreadSettings(args.threads):
-        rows = measure(torch, repeat, common.CLOCKS[args.clock])
-        threading = common.threading_info()
-    columns = ["layer", "fused_ms", "composed_ms", "composed/fused", "fused_op_share", "torch_ms", "fused/torch"]
-    common.report(args, rows, columns, threading, {"benchmark": "rnn"}, repeat)
-    return 0
+    return common.run_table_benchmark("rnn", __doc__, argv, measure, COLUMNS, repeat=9, quick_repeat=3)
 
 
 if __name__ == "__main__":
