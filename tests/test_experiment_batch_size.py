@@ -109,6 +109,26 @@ def test_error_table_matches_numpy():
     assert cell["mean"] == pytest.approx(2.5) and cell["std"] == pytest.approx(np.std([1.0, 2.5, 4.0]))
 
 
+def mechanism_cell(running, batch, momenta):
+    """An analysis cell whose per-seed errors are given, as batch_norm_analysis builds it."""
+    return {"errors": {"running": exp._mean_sem(running), "batch": exp._mean_sem(batch),
+                       "recomputed": exp._mean_sem(running)},
+            "momentum": {m: exp._mean_sem(v) for m, v in momenta.items()}}
+
+
+@pytest.mark.parametrize("offsets, holds", [([1.5, 1.6, 1.4], True), ([4.0, -1.0, 1.5], False)])
+def test_discrepancy_and_momentum_claims_pair_the_seeds(offsets, holds):
+    # Seeds spread by 20 points: only the paired difference sees a steady 1.5-point gain.
+    base = [10.0, 30.0, 50.0]
+    better = [b - o for b, o in zip(base, offsets)]
+    cell = mechanism_cell(base, better, {"0.1": base, "0.3": better, "0.6": base})
+    found = {c["id"]: c for c in exp.mechanism_checks({}, {"m": {"2": cell, "8": cell, "32": cell}}, "2", "32")}
+    gain, se = np.mean(offsets), np.std(offsets, ddof=1) / np.sqrt(len(offsets))
+    assert found["m.train_eval_discrepancy"]["passed"] is holds
+    assert found["m.momentum_at_8"]["passed"] is holds
+    assert f"paired difference {gain:.2f} +- {se:.2f}" in found["m.train_eval_discrepancy"]["claim"]
+
+
 def test_clone_without_buffers_keeps_weights_and_resets_running_statistics():
     tn.manual_seed(0)
     model = exp.make_model("digits-mlp", "batchnorm")

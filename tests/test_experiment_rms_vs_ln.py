@@ -124,4 +124,20 @@ def test_interleaved_medians_times_every_function():
 
     times = exp.interleaved_medians({"a": lambda: bump("a"), "b": lambda: bump("b")}, repeat=3, min_time=0.0)
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
-    assert counter == {"a": 4, "b": 4}  # one warm-up call, then one call per sample
+    assert counter == {"a": 5, "b": 5}  # a warm-up call, a calibrating one, then one call per sample
+
+
+def test_a_slow_first_call_does_not_set_the_calls_per_sample():
+    # A first call that compiles must not make every sample a single call (a different regime of
+    # allocation and caching than back-to-back calls); the calls per sample come from the second call.
+    calls = []
+
+    def compiles_first():
+        if not calls:
+            start = exp.clock()
+            while exp.clock() - start < 0.05:
+                pass
+        calls.append(1)
+
+    exp.interleaved_samples({"f": compiles_first}, repeat=1, min_time=0.02)
+    assert len(calls) > 2 + 100

@@ -59,7 +59,7 @@ from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
 from . import batch_size_analysis
 from .batch_size_analysis import MIN_POINTS, NOISE_SE, significant
-from .claims import check_lines, mean_and_stderr, quick_mode_checks
+from .claims import check_lines, mean_and_stderr, paired_difference, quick_mode_checks
 from .common import available_cores, forward_hooks, markdown_table, new_figure, run_jobs, save_figure, write_json
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
@@ -406,8 +406,8 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
             for batch in settings.batch_sizes for seed in settings.seeds]
     extra = [] if subject in jobs else [subject]  # quick mode has no CNN runs: train the subject alone
     arguments = [(*job, settings, data[MODELS[job[0]][0]], job == subject) for job in jobs + extra]
-    outcomes = run_jobs(train_job, arguments, 1 if quick else available_cores(), label="batch_size",
-                        enabled=progress, cost=_training_steps)
+    processes = 1 if quick else min(available_cores(), len(arguments))
+    outcomes = run_jobs(train_job, arguments, processes, label="batch_size", enabled=progress, cost=_training_steps)
     runs = [record for job, (record, _) in zip(jobs + extra, outcomes) if job not in extra]
     mistakes = next(found for _, found in outcomes if found is not None)
     errors = error_table(runs)
@@ -417,6 +417,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
         "settings": dict(asdict(settings), reference_batch=REFERENCE_BATCH, eval_batch=EVAL_BATCH, momentum=0.9,
                          batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES, noise_reference=NOISE_REFERENCE,
                          schedule="cosine to 0 over all steps, per step",
+                         training_processes=processes, threads_per_process=1,
                          data={"digits": "load_digits(), standardized", "mnist1d": "load_mnist1d()"},
                          models={kind: MODELS[kind][1] for kind in settings.models}),
         "published": PUBLISHED,
@@ -571,7 +572,7 @@ def checks(errors: dict[str, Any], analysis: dict[str, Any], mistakes: dict[str,
             difference, se = rise(bn, small, ref)
             found.append({"id": f"{kind}.batchnorm_degrades",
                           "claim": f"{kind}: BatchNorm's test error rises at batch {small}: {bn[small]['mean']:.2f}% "
-                                   f"against {bn[ref]['mean']:.2f}% at batch {ref} (+{difference:.2f} +- {se:.2f} points; "
+                                   f"against {bn[ref]['mean']:.2f}% at batch {ref} ({difference:+.2f} +- {se:.2f} points; "
                                    f"published +11.1)",
                           "passed": significant_rise(bn, small, ref)})
             if "4" in bn:
@@ -579,7 +580,7 @@ def checks(errors: dict[str, Any], analysis: dict[str, Any], mistakes: dict[str,
                 found.append({"id": f"{kind}.batchnorm_gradual",
                               "claim": f"{kind}: the rise is gradual, not a cliff at batch 2: already at batch 4 "
                                        f"BatchNorm errs more than at batch {ref} ({bn['4']['mean']:.2f}% vs "
-                                       f"{bn[ref]['mean']:.2f}%, +{difference:.2f} +- {se:.2f}; published +3.7)",
+                                       f"{bn[ref]['mean']:.2f}%, {difference:+.2f} +- {se:.2f}; published +3.7)",
                               "passed": significant_rise(bn, "4", ref)})
         for norm in (n for n in BATCH_INDEPENDENT if n in norms and ref in norms[n]):
             at_small, at_ref = norms[norm][small]["mean"], norms[norm][ref]["mean"]
@@ -607,32 +608,33 @@ def checks(errors: dict[str, Any], analysis: dict[str, Any], mistakes: dict[str,
 
 
 def mechanism_checks(errors: dict[str, Any], analysis: dict[str, Any], small: str, ref: str) -> list[dict[str, Any]]:
-    """The mechanism and the rules of thumb, judged on every model with a BatchNorm sweep."""
+    """The mechanism and the rules of thumb, judged on every model with a BatchNorm sweep.
+
+    The discrepancy and momentum claims compare one set of trained weights evaluated two ways, so their
+    differences and standard errors are paired over seeds."""
     found = []
     for kind, cells in analysis.items():
         if small not in cells or ref not in cells:
             continue
         at_small = cells[small]["errors"]
-        gain = at_small["running"]["mean"] - at_small["batch"]["mean"]
-        se = math.hypot(at_small["running"]["sem"], at_small["batch"]["sem"])
+        gain, se = paired_difference(at_small["running"]["per_seed"], at_small["batch"]["per_seed"])
         found.append({"id": f"{kind}.train_eval_discrepancy",
                       "claim": f"{kind}: at batch {small} the train/eval discrepancy costs accuracy: test batches of "
                                f"{small} normalized with their own statistics (as in training) err less "
                                f"({at_small['batch']['mean']:.2f}%) than the running statistics "
-                               f"({at_small['running']['mean']:.2f}%; difference {gain:.2f} +- {se:.2f})",
+                               f"({at_small['running']['mean']:.2f}%; paired difference {gain:.2f} +- {se:.2f})",
                       "passed": significant(gain, se)})
         for batch in (b for b in ("8", "16") if b in cells):
             by_momentum = cells[batch]["momentum"]
             default = by_momentum[str(DEFAULT_MOMENTUM)]
             higher = {m: v for m, v in by_momentum.items() if float(m) > DEFAULT_MOMENTUM}
             best = min(higher, key=lambda m: higher[m]["mean"])
-            gain = default["mean"] - higher[best]["mean"]
-            se = math.hypot(default["sem"], higher[best]["sem"])
+            gain, se = paired_difference(default["per_seed"], higher[best]["per_seed"])
             overall = min(by_momentum, key=lambda m: by_momentum[m]["mean"])
             found.append({"id": f"{kind}.momentum_at_{batch}",
                           "claim": f"{kind}: rule of thumb 'at batch 8-16 raise the momentum': at batch {batch} the best "
                                    f"higher momentum ({best}: {higher[best]['mean']:.2f}%) errs less than the default "
-                                   f"{DEFAULT_MOMENTUM:g} ({default['mean']:.2f}%): gain {gain:+.2f} +- {se:.2f} points "
+                                   f"{DEFAULT_MOMENTUM:g} ({default['mean']:.2f}%): paired gain {gain:+.2f} +- {se:.2f} points "
                                    f"(lowest error at momentum {overall}: {by_momentum[overall]['mean']:.2f}%)",
                           "passed": gain > NOISE_SE * se and gain > 0})
         others = [n for n in BATCH_INDEPENDENT if n in errors.get(kind, {})]
@@ -717,7 +719,8 @@ def report(results: dict[str, Any]) -> list[str]:
     lines = ["# BatchNorm at small batches (Wu & He 2018): 8x8 digits and MNIST-1D", "",
              (f"SGD, momentum 0.9, lr = {settings['base_lr']} * B / {REFERENCE_BATCH}, cosine to 0, epochs at every "
               f"batch size {settings['epochs']}, seeds {list(settings['seeds'])}, test error (%) in eval mode, mean "
-              f"+- std over seeds. Wall time {results['wall_seconds']:.0f} s."), ""]
+              f"+- std over seeds. Wall time {results['wall_seconds']:.0f} s, the trainings in "
+              f"{settings['training_processes']} process(es) of {settings['threads_per_process']} thread each."), ""]
     lines += [f"- {kind}: {description}" for kind, description in settings["models"].items()] + [""]
     for kind, norms in results["errors"].items():
         batches = sorted({int(b) for cells in norms.values() for b in cells})

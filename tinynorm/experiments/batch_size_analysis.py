@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .claims import mean_and_stderr
+from .claims import paired_difference
 from .common import markdown_table, new_figure, save_figure
 
 MODES = ("running", "recomputed", "batch")  # the statistics a trained BatchNorm model is evaluated with
@@ -52,8 +52,7 @@ def _difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 
 def _paired_gap(cell: dict[str, Any]) -> dict[str, float]:
     """Running minus batch statistics' error on the same weights: mean and standard error over seeds."""
-    gaps = np.subtract(cell["errors"]["running"]["per_seed"], cell["errors"]["batch"]["per_seed"])
-    mean, se = mean_and_stderr([float(gap) for gap in gaps])
+    mean, se = paired_difference(cell["errors"]["running"]["per_seed"], cell["errors"]["batch"]["per_seed"])
     return {"mean": mean, "se": se}
 
 

@@ -51,3 +51,11 @@ def mean_and_stderr(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(var / n)
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Mean of ``a[i] - b[i]`` and its standard error: for two measurements of the same seeds (the same
+    trained weights evaluated two ways), whose shared seed-to-seed spread cancels in the difference."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
+    return mean_and_stderr([x - y for x, y in zip(a, b)])

@@ -82,10 +82,11 @@ def clock() -> float:
 def interleaved_samples(fns: dict[str, Callable[[], object]], repeat: int,
                         min_time: float = 0.02) -> dict[str, np.ndarray]:
     """``repeat`` samples of the CPU seconds per call of each function, taken in turn so that load changes
-    hit all alike. After one warm-up call each, every sample runs a function back to back for at least
-    ``min_time``."""
+    hit all alike. After a warm-up call each (which may compile) and a second one that sets how many
+    calls make ``min_time``, every sample runs a function back to back that many times."""
     numbers = {}
     for name, fn in fns.items():
+        fn()
         start = clock()
         fn()
         numbers[name] = max(1, int(min_time / max(clock() - start, 1e-7)))
