@@ -38,6 +38,8 @@ def test_writes_json_png_and_markdown(quick_run):
     assert markdown.count("- PASS: ") + markdown.count("- FAIL: ") == len(results["checks"])
     assert markdown.count("- full run only: see docs/experiments.md: ") == len(results["full_run_only"])
     assert "34.7" in markdown  # the published numbers sit next to ours
+    assert (saved["settings"]["training_processes"], saved["settings"]["threads_per_process"]) == (1, 1)
+    assert "the trainings in 1 process(es) of 1 thread each" in markdown
     assert all(isinstance(line, str) and line for line in results["summary"])
 
 
@@ -126,7 +128,29 @@ def test_discrepancy_and_momentum_claims_pair_the_seeds(offsets, holds):
     gain, se = np.mean(offsets), np.std(offsets, ddof=1) / np.sqrt(len(offsets))
     assert found["m.train_eval_discrepancy"]["passed"] is holds
     assert found["m.momentum_at_8"]["passed"] is holds
-    assert f"paired difference {gain:.2f} +- {se:.2f}" in found["m.train_eval_discrepancy"]["claim"]
+    assert f"paired difference {gain:+.2f} +- {se:.2f}" in found["m.train_eval_discrepancy"]["claim"]
+
+
+def test_a_gain_of_one_test_image_is_not_a_significant_momentum_effect():
+    # Every seed gains exactly one digits image (0.22 points): the paired standard error is 0, but the
+    # gain is below MIN_POINTS, so the rule of thumb is not confirmed.
+    base = [2.0, 2.5, 3.0]
+    better = [b - 100 / 450 for b in base]
+    cell = mechanism_cell(base, base, {"0.1": base, "0.3": better})
+    found = {c["id"]: c for c in exp.mechanism_checks({}, {"m": {"2": cell, "8": cell, "32": cell}}, "2", "32")}
+    assert found["m.momentum_at_8"]["passed"] is False
+
+
+def test_a_fall_in_error_is_written_with_its_minus_sign():
+    cells = {"2": exp._mean_sem([1.0, 1.2, 0.8]), "4": exp._mean_sem([1.0, 1.2, 0.8]),
+             "32": exp._mean_sem([1.4, 1.3, 1.5])}
+    errors = {"m": {"batchnorm": cells}}
+    mistakes = {"train_mode": {"train_mode_error_batch_2": 20.0, "eval_mode_error": 1.0, "probes": 40,
+                               "images_with_varying_prediction": {"train": 30, "eval": 0}},
+                "stale_statistics": {"trained_error": 1.0, "stale_error": 60.0, "recomputed_error": 1.0}}
+    found = {c["id"]: c for c in exp.checks(errors, {}, mistakes, exp.FULL)}
+    assert "(-0.40 +- " in found["m.batchnorm_degrades"]["claim"] and "+-0.40" not in found["m.batchnorm_degrades"]["claim"]
+    assert "-0.40 +- " in found["m.batchnorm_gradual"]["claim"]
 
 
 def test_clone_without_buffers_keeps_weights_and_resets_running_statistics():

@@ -58,9 +58,9 @@ from tinynorm.optim import SGD
 from tinynorm.optim.lr_scheduler import CosineAnnealingLR
 
 from . import batch_size_analysis
-from .batch_size_analysis import MIN_POINTS, NOISE_SE, significant
+from .batch_size_analysis import MIN_POINTS, significant
 from .claims import check_lines, mean_and_stderr, paired_difference, quick_mode_checks
-from .common import available_cores, forward_hooks, markdown_table, new_figure, run_jobs, save_figure, write_json
+from .common import JOB_THREADS, available_cores, forward_hooks, markdown_table, new_figure, run_jobs, save_figure, write_json
 
 REFERENCE_BATCH = 32  # lr = base_lr * B / REFERENCE_BATCH, as in the paper
 EVAL_BATCH = 256
@@ -417,7 +417,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: list[int] | None = None
         "settings": dict(asdict(settings), reference_batch=REFERENCE_BATCH, eval_batch=EVAL_BATCH, momentum=0.9,
                          batch_norm_momenta=MOMENTA, noise_batches=NOISE_BATCHES, noise_reference=NOISE_REFERENCE,
                          schedule="cosine to 0 over all steps, per step",
-                         training_processes=processes, threads_per_process=1,
+                         training_processes=processes, threads_per_process=JOB_THREADS,
                          data={"digits": "load_digits(), standardized", "mnist1d": "load_mnist1d()"},
                          models={kind: MODELS[kind][1] for kind in settings.models}),
         "published": PUBLISHED,
@@ -544,7 +544,7 @@ STALE_MIN_RATIO = 3.0  # error with stale running statistics vs the trained mode
 BATCH_INDEPENDENT = ("groupnorm", "layernorm")
 # Claims quick mode judges (python -m tinynorm.experiments.audit batch-size): those whose quick runs
 # pass with every seed set. Its runs hold only the digits MLP at batch 2 and 32 and the digits CNN at 32.
-# Audit of 2026-12-01 (docs/runs/audit_batch_size.md): each of these 5/5; digits-mlp.train_eval_discrepancy 0/5.
+# Audit of 2026-12-02 (docs/runs/audit_batch_size.md): each of these 5/5; digits-mlp.train_eval_discrepancy 0/5.
 QUICK_CLAIMS = frozenset({"digits-mlp.batchnorm_degrades", "digits-mlp.layernorm_flat", "digits-mlp.rule_batch_32",
                           "digits-mlp.rule_batch_2", "digits-mlp.noise_follows_n_eff",
                           "digits-mlp.breakdown_is_training_noise", "mistake.train_mode", "mistake.stale_statistics"})
@@ -622,7 +622,7 @@ def mechanism_checks(errors: dict[str, Any], analysis: dict[str, Any], small: st
                       "claim": f"{kind}: at batch {small} the train/eval discrepancy costs accuracy: test batches of "
                                f"{small} normalized with their own statistics (as in training) err less "
                                f"({at_small['batch']['mean']:.2f}%) than the running statistics "
-                               f"({at_small['running']['mean']:.2f}%; paired difference {gain:.2f} +- {se:.2f})",
+                               f"({at_small['running']['mean']:.2f}%; paired difference {gain:+.2f} +- {se:.2f})",
                       "passed": significant(gain, se)})
         for batch in (b for b in ("8", "16") if b in cells):
             by_momentum = cells[batch]["momentum"]
@@ -636,7 +636,7 @@ def mechanism_checks(errors: dict[str, Any], analysis: dict[str, Any], small: st
                                    f"higher momentum ({best}: {higher[best]['mean']:.2f}%) errs less than the default "
                                    f"{DEFAULT_MOMENTUM:g} ({default['mean']:.2f}%): paired gain {gain:+.2f} +- {se:.2f} points "
                                    f"(lowest error at momentum {overall}: {by_momentum[overall]['mean']:.2f}%)",
-                          "passed": gain > NOISE_SE * se and gain > 0})
+                          "passed": significant(gain, se)})
         others = [n for n in BATCH_INDEPENDENT if n in errors.get(kind, {})]
         if others:
             other = others[0]

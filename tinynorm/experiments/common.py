@@ -43,6 +43,9 @@ def _draw(label: str, count: int, total: int | None, elapsed: float) -> None:
     sys.stderr.flush()
 
 
+JOB_THREADS = 1  # the threads of Numba and BLAS in single_threaded, and so in every job of run_jobs
+
+
 @contextlib.contextmanager
 def single_threaded() -> Iterator[None]:
     """Run Numba kernels and BLAS on one thread, restoring the previous settings afterwards.
@@ -59,9 +62,9 @@ def single_threaded() -> Iterator[None]:
     except ImportError:
         threadpool_limits = None
     previous = numba.get_num_threads()
-    numba.set_num_threads(1)
+    numba.set_num_threads(JOB_THREADS)
     try:
-        with threadpool_limits(1, user_api="blas") if threadpool_limits else contextlib.nullcontext():
+        with threadpool_limits(JOB_THREADS, user_api="blas") if threadpool_limits else contextlib.nullcontext():
             yield
     finally:
         numba.set_num_threads(previous)
