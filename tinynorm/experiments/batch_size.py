@@ -617,7 +617,8 @@ def mechanism_checks(errors: dict[str, Any], analysis: dict[str, Any], small: st
         if small not in cells or ref not in cells:
             continue
         at_small = cells[small]["errors"]
-        gain, se = paired_difference(at_small["running"]["per_seed"], at_small["batch"]["per_seed"])
+        recovered = batch_size_analysis.recovered_by_batch_statistics(cells[small])  # paired over seeds
+        gain, se = recovered["mean"], recovered["se"]
         found.append({"id": f"{kind}.train_eval_discrepancy",
                       "claim": f"{kind}: at batch {small} the train/eval discrepancy costs accuracy: test batches of "
                                f"{small} normalized with their own statistics (as in training) err less "

@@ -50,7 +50,7 @@ def _difference(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
     return {"mean": a["mean"] - b["mean"], "se": math.hypot(a["sem"], b["sem"])}
 
 
-def _paired_gap(cell: dict[str, Any]) -> dict[str, float]:
+def recovered_by_batch_statistics(cell: dict[str, Any]) -> dict[str, float]:
     """Running minus batch statistics' error on the same weights: mean and standard error over seeds."""
     mean, se = paired_difference(cell["errors"]["running"]["per_seed"], cell["errors"]["batch"]["per_seed"])
     return {"mean": mean, "se": se}
@@ -70,7 +70,7 @@ def degradation(analysis: dict[str, dict[str, Any]], reference: int) -> dict[str
             continue
         for batch, cell in cells.items():
             rise = {mode: _difference(cell["errors"][mode], base["errors"][mode]) for mode in MODES}
-            running, recovered = rise["running"], _paired_gap(cell)
+            running, recovered = rise["running"], recovered_by_batch_statistics(cell)
             discrepancy = min(max(recovered["mean"], 0.0), max(running["mean"], 0.0))
             table.setdefault(kind, {})[batch] = {
                 "min_n_eff": cell["min_n_eff"], "min_values": cell["min_values"],
