@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from tinynorm.kernels.cpu._config import PARALLEL_THRESHOLD
+from tinynorm.kernels.cpu import _config
 from tinynorm.kernels.cpu.activations import erf
 
 
@@ -25,7 +25,7 @@ def test_erf_float32_within_one_ulp_of_correctly_rounded():
 
 def test_erf_parallel_path_equals_serial_path():
     x = np.random.default_rng(2).standard_normal((300, 200)).astype(np.float32)
-    assert x.size >= PARALLEL_THRESHOLD
+    assert x.size >= _config.PARALLEL_THRESHOLD
     out = erf(x)
     np.testing.assert_array_equal(out, np.concatenate([erf(x[i:i + 10]) for i in range(0, 300, 10)]))
     assert out.shape == x.shape

@@ -1,4 +1,5 @@
 """Conv and pooling kernels against float64 numpy references written here, and against PyTorch."""
+import numba
 import numpy as np
 import pytest
 
@@ -193,8 +194,9 @@ def test_conv2d_matches_torch(case):
 
 
 # (N, C, O, H, W, kernel, stride, (top, bottom, left, right), dilation, groups): the options beyond the
-# classic ones; the last is big enough for the parallel kernels. Each runs one sample per chunk
-# (CHUNK_ELEMENTS made small), so the chunk offsets and the dweight sums over chunks are checked.
+# classic ones. Each runs one sample per chunk (CHUNK_ELEMENTS made small) and, with two threads, shares
+# its samples out between them however small it is, so the chunk offsets, the threads' sample ranges and
+# the dweight sums over chunks and threads are checked.
 GENERAL_CASES = [
     (2, 4, 6, 9, 8, (3, 2), (2, 1), (1, 0, 2, 1), (2, 1), 2),
     (3, 6, 6, 7, 7, 3, 1, (1, 1, 1, 1), (1, 3), 6),
@@ -236,11 +238,13 @@ def ref_general_conv2d(x, weight, bias, stride, pads, dilation, groups):
     return forward(), backward
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", GENERAL_CASES)
-def test_dilated_grouped_asymmetric_conv2d_matches_reference(case, dtype, monkeypatch):
-    for name in ("CHUNK_ELEMENTS", "SERIAL_CHUNK_ELEMENTS"):
-        monkeypatch.setattr(conv, name, 512)  # one sample per chunk
+def test_dilated_grouped_asymmetric_conv2d_matches_reference(case, dtype, threads, monkeypatch):
+    monkeypatch.setattr(conv, "CHUNK_ELEMENTS", 512)  # one sample per chunk
+    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
     n, c, o, h, w, kernel_size, stride, pads, dilation, groups = case
     rng = np.random.default_rng(9)
     x = rng.standard_normal((n, c, h, w)).astype(dtype)

@@ -2,7 +2,8 @@
 :mod:`tinynorm.kernels.reference` (themselves checked against finite differences and PyTorch), and
 against PyTorch.
 
-Shapes are chosen to reach both the serial path and the parallel path (>= PARALLEL_THRESHOLD elements).
+Shapes are chosen to reach both the serial path and the parallel path (the parallel threshold is lowered
+for these tests in conftest.py).
 Gradients always use a random upstream gradient: ``out.sum()`` is blind for mean-centred norms.
 """
 import numba
@@ -11,7 +12,7 @@ import pytest
 
 from tinynorm.kernels import reference
 from tinynorm.kernels.cpu import _shared, batch_norm, group_norm, layer_norm, rms_norm
-from tinynorm.kernels.cpu._config import PARALLEL_THRESHOLD
+from tinynorm.kernels.cpu import _config
 from tinynorm.kernels.cpu.batch_norm import (batch_norm_backward, batch_norm_backward_elemt,
                                              batch_norm_backward_reduce, batch_norm_forward, batch_norm_rstd,
                                              batch_norm_stats, batch_norm_update_running)
@@ -486,7 +487,7 @@ def test_an_inf_gives_inf_mean_and_nan_variance_as_torch(shape):
 def test_parallel_results_are_bit_identical_across_calls():
     rng = np.random.default_rng(11)
     x, dy = random((512, 256), np.float32, rng), random((512, 256), np.float32, rng)
-    assert x.size >= PARALLEL_THRESHOLD
+    assert x.size >= _config.PARALLEL_THRESHOLD
     w = random(256, np.float32, rng)
     x3, dy3 = x.reshape(64, 32, 64), dy.reshape(64, 32, 64)
 

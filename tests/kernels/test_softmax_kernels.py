@@ -1,14 +1,14 @@
 """softmax/log_softmax kernels against float64 numpy references written here, and against PyTorch.
 
-Shapes reach both the serial path and the parallel path (>= PARALLEL_THRESHOLD elements). Gradients use
-a random upstream gradient: ``out.sum()`` is blind here (the softmax gradient of a constant is 0).
+Shapes reach both the serial path and the parallel path (the parallel threshold is lowered for these
+tests in conftest.py). Gradients use a random upstream gradient: ``out.sum()`` is blind here (the softmax gradient of a constant is 0).
 """
 import numba
 import numpy as np
 import pytest
 
 from tinynorm.kernels.cpu import softmax as softmax_module
-from tinynorm.kernels.cpu._config import PARALLEL_THRESHOLD
+from tinynorm.kernels.cpu import _config
 from tinynorm.kernels.cpu.softmax import (
     log_softmax_backward,
     log_softmax_forward,
@@ -145,7 +145,7 @@ def test_non_contiguous_input_matches_contiguous():
 def test_parallel_path_is_bit_identical_to_serial_rows():
     rng = np.random.default_rng(6)
     x, g = rng.standard_normal((512, 100)).astype(np.float32), rng.standard_normal((512, 100)).astype(np.float32)
-    assert x.size >= PARALLEL_THRESHOLD > x[:4].size
+    assert x.size >= _config.PARALLEL_THRESHOLD > x[:4].size
     for forward, backward in ((softmax_forward, softmax_backward), (log_softmax_forward, log_softmax_backward)):
         y = forward(x)
         dx = backward(g, y)

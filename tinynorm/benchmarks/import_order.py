@@ -3,9 +3,9 @@
 Each order runs in a fresh process with the environment a user has (no OpenMP settings): PyTorch
 imported before tinynorm, and after it. Each process reports the CPU time its idle threads burn in
 0.2 s after a parallel kernel, and the CPU time (and wall time) of a step that mixes BLAS (a 256x256
-matmul) with a parallel kernel (LayerNorm over 64x1024) five times. CPU time counts the process's own
-spinning threads, not other processes, so it stays meaningful on a shared machine; the ratio of the
-two orders is the figure (1.0: the order does not matter).
+matmul) with a parallel kernel (LayerNorm over 512x1024, just at the parallel threshold) five times.
+CPU time counts the process's own spinning threads, not other processes, so it stays meaningful on a
+shared machine; the ratio of the two orders is the figure (1.0: the order does not matter).
 
 Run: ``tinynorm bench import-order [--rounds 8]`` (needs PyTorch).
 """
@@ -31,7 +31,7 @@ import numpy as np
 import tinynorm
 import tinynorm.nn.functional as F
 rounds = int(sys.argv[2])
-x = tinynorm.randn(64, 1024)
+x = tinynorm.randn(512, 1024)
 a = tinynorm.randn(256, 256)
 def step():
     for _ in range(5):

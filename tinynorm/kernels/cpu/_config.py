@@ -16,4 +16,4 @@ IEEE_JIT_OPTIONS = {**JIT_OPTIONS, "error_model": "numpy"}
 
 # Below this many elements a kernel runs its serial version: starting a parallel region costs more
 # than the work itself.
-PARALLEL_THRESHOLD = 32_768
+PARALLEL_THRESHOLD = 1 << 19

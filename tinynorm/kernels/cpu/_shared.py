@@ -28,7 +28,8 @@ import numba
 import numpy as np
 from numba import njit
 
-from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS, PARALLEL_THRESHOLD
+from . import _config
+from ._config import IEEE_JIT_OPTIONS, JIT_OPTIONS
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -85,7 +86,7 @@ def output(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> n
 
 def use_parallel(size: int) -> bool:
     """Whether ``size`` elements are enough work to pay for starting the parallel threads."""
-    return size >= PARALLEL_THRESHOLD and numba.get_num_threads() > 1
+    return size >= _config.PARALLEL_THRESHOLD and numba.get_num_threads() > 1
 
 
 def num_chunks(units: int) -> int:

@@ -9,12 +9,15 @@ Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
 - ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
   instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
   (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
-- Samples go through in chunks. With one thread, a chunk's ``cols`` fit in the L2 cache (1 MiB), so
-  they are written and read there. With more, chunks of up to 16 MiB make few, large GEMMs: each GEMM
-  call hands work to OpenBLAS's thread pool and back, whose threads then spin and compete with the
-  parallel kernels around it, and with 1 MiB chunks (one sample at 28x28) that dominates. The backward
-  rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the input alive
-  between forward and backward.
+- Samples go through in chunks whose ``cols`` fit in the L2 cache (1 MiB), so they are written and
+  read there. The backward rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x
+  copy of the input alive between forward and backward.
+- The threads share the batch, not each GEMM: each of tinynorm's threads takes its own samples through
+  every step (grid, cols, GEMM at one BLAS thread, output; ``blas_pool.py``), and the backward adds the
+  threads' ``dweight`` parts in a fixed order. Threading every GEMM instead hands work to OpenBLAS's
+  pool and back once per chunk, and its idle threads spin beside the layout kernels; that ran the
+  SmallCNN's convolutions at about the speed of one thread. A convolution too small to give each thread
+  MIN_MULTIPLY_ADDS_PER_THREAD runs on fewer threads.
 - The output copy adds the bias and writes NCHW directly; the backward's two GEMMs per chunk give
   ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
   additions (col2im) and onto the input by the adjoint of the grid split. ``dweight`` is computed
@@ -40,19 +43,21 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
-from .conv_grid import GridPlan, add_grid_columns, from_grid, grid_columns, output_grads, outputs, to_grid
+from . import blas_pool
+from .conv_grid import GridPlan, add_grid_columns, empty_grid, from_grid, grid_columns, output_grads, outputs, to_grid
 
 IntPair = int | tuple[int, int]
 Padding = IntPair | tuple[int, int, int, int]
 
 _FLOAT_DTYPES = (np.float32, np.float64)
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-# Elements of ``cols`` per chunk of samples (see the module docstring): 256K float32 values (1 MiB, about
-# half of a core's L2) with one thread, 4M (16 MiB) with more.
-SERIAL_CHUNK_ELEMENTS = 1 << 18
-CHUNK_ELEMENTS = 1 << 22
+# Elements of ``cols`` per chunk of samples (see the module docstring): 256K float32 values, 1 MiB, about
+# half of a core's L2 cache.
+CHUNK_ELEMENTS = 1 << 18
 # Work arrays up to this many elements are kept for reuse between calls (see _scratch): a chunk's.
 SCRATCH_LIMIT = CHUNK_ELEMENTS
+# Multiply-adds a thread should have before a convolution is shared out (see _sample_ranges).
+MIN_MULTIPLY_ADDS_PER_THREAD = 1 << 20
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -243,10 +248,18 @@ def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: In
     return _Prepared(geometry, geometry._replace(padding=(0, 0, 0, 0)), padded_shape)
 
 
-def _chunks(samples: int, per_sample: int) -> range:
-    """First sample of each chunk whose ``cols`` hold about (SERIAL_)CHUNK_ELEMENTS values (at least one sample)."""
-    elements = CHUNK_ELEMENTS if numba.get_num_threads() > 1 else SERIAL_CHUNK_ELEMENTS
-    return range(0, samples, max(1, elements // per_sample))
+def _sample_ranges(samples: int, multiply_adds: int) -> list[tuple[int, int]]:
+    """The samples of each thread, ``[start, stop)``: one range per thread of tinynorm's thread count, as
+    many as have MIN_MULTIPLY_ADDS_PER_THREAD of the convolution's ``multiply_adds`` (at least one)."""
+    threads = min(numba.get_num_threads(), samples, max(1, multiply_adds // MIN_MULTIPLY_ADDS_PER_THREAD))
+    bounds = [samples * i // threads for i in range(threads + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _chunks(start: int, stop: int, per_sample: int) -> range:
+    """First sample of each chunk of ``[start, stop)`` whose ``cols`` hold about CHUNK_ELEMENTS values (at
+    least one sample)."""
+    return range(start, stop, max(1, CHUNK_ELEMENTS // per_sample))
 
 
 _scratch_buffers = threading.local()
@@ -313,16 +326,22 @@ def conv2d_forward(
         np.add(product.reshape(y.shape), bias[:, None, None], out=y)
         return y, x
     plan = _grid_plan(x.shape[2], x.shape[3], geometry)
-    grid = to_grid(x, plan)
+    grid = empty_grid(x.shape, plan, x.dtype)
     rows = weights.shape[0] * weights.shape[2]
-    chunks = _chunks(x.shape[0], rows * plan.per_sample)
-    for n0 in chunks:
-        columns = min(chunks.step, x.shape[0] - n0) * plan.per_sample
-        cols = _scratch("cols", (rows, columns), x.dtype)
-        grid_columns(grid, cols, n0, plan)
-        product = _scratch("product", (groups, out_channels // groups, columns), x.dtype)
-        np.matmul(weights, _grouped(cols, groups), out=product)
-        outputs(product.reshape(out_channels, columns), y, bias, n0, plan)
+
+    def forward_samples(start: int, stop: int) -> None:
+        to_grid(x, grid, plan, start, stop)
+        chunks = _chunks(start, stop, rows * plan.per_sample)
+        for n0 in chunks:
+            columns = min(chunks.step, stop - n0) * plan.per_sample
+            cols = _scratch("cols", (rows, columns), x.dtype)
+            grid_columns(grid, cols, n0, plan)
+            product = _scratch("product", (groups, out_channels // groups, columns), x.dtype)
+            np.matmul(weights, _grouped(cols, groups), out=product)
+            outputs(product.reshape(out_channels, columns), y, bias, n0, plan)
+
+    ranges = _sample_ranges(x.shape[0], y.size * weights.shape[2])
+    blas_pool.run_split([functools.partial(forward_samples, *samples) for samples in ranges])
     return y, grid
 
 
@@ -395,22 +414,37 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
     grid = _check_saved(grid, (shape[0], shape[1], sh * sw, plan.plane_size), dy.dtype)
     groups, out_channels = weights.shape[0], weights.shape[0] * weights.shape[1]
     rows = groups * weights.shape[2]
-    dweight = np.zeros_like(weights)
-    dgrid = np.zeros_like(grid) if needs_input_grad else None
-    chunks = _chunks(shape[0], rows * plan.per_sample)
-    for n0 in chunks:
-        columns = min(chunks.step, shape[0] - n0) * plan.per_sample
-        cols = _scratch("cols", (rows, columns), dy.dtype)
-        grid_columns(grid, cols, n0, plan)
-        grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
-        output_grads(dy, grid_dy, n0, plan)
-        grid_dy = _grouped(grid_dy, groups)
-        dweight += np.matmul(_grouped(cols, groups), grid_dy.transpose(0, 2, 1)).transpose(0, 2, 1)
+    dgrid = np.empty_like(grid) if needs_input_grad else None
+    dx = np.empty(shape, dy.dtype) if needs_input_grad else None
+
+    def backward_samples(start: int, stop: int) -> np.ndarray:
+        """These samples' input gradient (into dx) and their part of dweight (returned)."""
+        dweight = np.zeros_like(weights)
         if dgrid is not None:
-            dcols = _scratch("cols", (groups, rows // groups, columns), dy.dtype)  # cols is no longer needed
-            np.matmul(weights.transpose(0, 2, 1), grid_dy, out=dcols)
-            add_grid_columns(dcols.reshape(rows, columns), dgrid, n0, plan)
-    return (None if dgrid is None else from_grid(dgrid, shape, plan)), dweight
+            dgrid[start:stop] = 0
+        chunks = _chunks(start, stop, rows * plan.per_sample)
+        for n0 in chunks:
+            columns = min(chunks.step, stop - n0) * plan.per_sample
+            cols = _scratch("cols", (rows, columns), dy.dtype)
+            grid_columns(grid, cols, n0, plan)
+            grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
+            output_grads(dy, grid_dy, n0, plan)
+            grid_dy = _grouped(grid_dy, groups)
+            dweight += np.matmul(_grouped(cols, groups), grid_dy.transpose(0, 2, 1)).transpose(0, 2, 1)
+            if dgrid is not None:
+                dcols = _scratch("cols", (groups, rows // groups, columns), dy.dtype)  # cols is no longer needed
+                np.matmul(weights.transpose(0, 2, 1), grid_dy, out=dcols)
+                add_grid_columns(dcols.reshape(rows, columns), dgrid, n0, plan)
+        if dgrid is not None:
+            from_grid(dgrid, dx, plan, start, stop)
+        return dweight
+
+    ranges = _sample_ranges(shape[0], dy.size * weights.shape[2])
+    parts = blas_pool.run_split([functools.partial(backward_samples, *samples) for samples in ranges])
+    dweight = parts[0]
+    for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
+        dweight += part
+    return dx, dweight
 
 
 # ------------------------------------------------------------ the classic column layout
@@ -444,7 +478,9 @@ def im2col(x: np.ndarray, kernel_size: IntPair, stride: IntPair = 1, padding: Pa
     _, plan = _window(x.shape, kernel_size, stride, padding, dilation)
     n, rows = x.shape[0], x.shape[1] * plan.tap_phase.size
     cols = np.empty((rows, n * plan.per_sample), dtype=x.dtype)
-    grid_columns(to_grid(x, plan), cols, 0, plan)
+    grid = empty_grid(x.shape, plan, x.dtype)
+    to_grid(x, grid, plan, 0, n)
+    grid_columns(grid, cols, 0, plan)
     return np.ascontiguousarray(cols.reshape(rows, n, plan.per_sample).transpose(1, 0, 2))
 
 
@@ -465,7 +501,9 @@ def col2im(
     geometry, plan = _window(input_shape, kernel_size, stride, padding, dilation)
     cols = _check_cols(cols, input_shape, geometry.kernel, geometry.out_size)
     n, rows = input_shape[0], cols.shape[1]
-    (sh, sw) = plan.stride
-    grid = np.zeros((n, input_shape[1], sh * sw, plan.plane_size), dtype=cols.dtype)
+    grid = empty_grid(input_shape, plan, cols.dtype)
+    grid.fill(0)
     add_grid_columns(np.ascontiguousarray(cols.transpose(1, 0, 2)).reshape(rows, -1), grid, 0, plan)
-    return from_grid(grid, input_shape, plan)
+    dx = np.empty(input_shape, dtype=cols.dtype)
+    from_grid(grid, dx, plan, 0, n)
+    return dx

@@ -10,20 +10,19 @@ wrap into the next row) and are dropped when the output leaves the grid; their g
 
 So the column matrix of the GEMM is built by plain copies of long runs (``grid_columns``) and folded
 back by plain additions (``add_grid_columns``): no index arithmetic per element, and LLVM vectorizes
-every loop. Each parallel kernel splits whole planes or whole column rows between threads, so no two
-threads write the same element; the serial versions run below the parallel threshold.
+every loop. The kernels are serial and release the GIL: ``conv.py`` runs them on its threads, each
+thread on its own samples, so no two threads write the same element.
 """
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._config import FASTMATH
-from ._shared import chunk_bounds, num_chunks, use_parallel
 
 
 # ------------------------------------------------------------ NCHW input <-> grid
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop):
     """Planes [start, stop) of the flattened (n, c) index: zero the grid plane, then place x's rows."""
     n_channels, h = x.shape[1], x.shape[2]
@@ -47,7 +46,7 @@ def _to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop):
                     target[k] = source[k]
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _from_grid_planes(grid, x, pt, pl, sh, sw, wq, start, stop):
     """Adjoint of :func:`_to_grid_planes` (the input gradient): read x's rows back from the grid."""
     n_channels, h = x.shape[1], x.shape[2]
@@ -70,27 +69,13 @@ def _from_grid_planes(grid, x, pt, pl, sh, sw, wq, start, stop):
                     target[k] = source[k]
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _to_grid_parallel(x, grid, pt, pl, sh, sw, wq, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, x.shape[0] * x.shape[1])
-        _to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop)
-
-
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _from_grid_parallel(grid, x, pt, pl, sh, sw, wq, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, x.shape[0] * x.shape[1])
-        _from_grid_planes(grid, x, pt, pl, sh, sw, wq, start, stop)
-
-
 # ------------------------------------------------------------ grid <-> GEMM columns
-@njit(cache=True, fastmath=FASTMATH)
-def _grid_column_rows(grid, cols, tap_phase, tap_offset, n0, out_h, out_w, wq, start, stop):
-    """Rows [start, stop) of ``cols`` (row ``c * taps + t``): tap t's values for samples n0, n0 + 1, ..."""
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _grid_column_rows(grid, cols, tap_phase, tap_offset, n0, out_h, out_w, wq):
+    """Each row ``c * taps + t`` of ``cols``: tap t's values of channel c for samples n0, n0 + 1, ..."""
     taps = tap_phase.size
     per_sample = out_h * out_w
-    for k in range(start, stop):
+    for k in range(cols.shape[0]):
         c, t = k // taps, k % taps
         for i in range(cols.shape[1] // per_sample):
             source = grid[n0 + i, c, tap_phase[t], tap_offset[t]:]
@@ -101,13 +86,13 @@ def _grid_column_rows(grid, cols, tap_phase, tap_offset, n0, out_h, out_w, wq, s
                     row_out[ow] = row_in[ow]
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _add_grid_column_planes(cols, grid, tap_phase, tap_offset, n0, out_h, out_w, wq, start, stop):
-    """Planes [start, stop) of the flattened (sample in chunk, c) index: add each tap's values back, in tap order."""
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _add_grid_column_planes(cols, grid, tap_phase, tap_offset, n0, out_h, out_w, wq):
+    """For each (sample in chunk, c) plane: add each tap's values back, in tap order."""
     taps = tap_phase.size
     n_channels = grid.shape[1]
     per_sample = out_h * out_w
-    for plane in range(start, stop):
+    for plane in range(cols.shape[1] // per_sample * n_channels):
         i, c = plane // n_channels, plane % n_channels
         for t in range(taps):
             target = grid[n0 + i, c, tap_phase[t], tap_offset[t]:]
@@ -118,27 +103,13 @@ def _add_grid_column_planes(cols, grid, tap_phase, tap_offset, n0, out_h, out_w,
                     row_out[ow] += row_in[ow]
 
 
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _grid_columns_parallel(grid, cols, tap_phase, tap_offset, n0, out_h, out_w, wq, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, cols.shape[0])
-        _grid_column_rows(grid, cols, tap_phase, tap_offset, n0, out_h, out_w, wq, start, stop)
-
-
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _add_grid_columns_parallel(cols, grid, tap_phase, tap_offset, n0, out_h, out_w, wq, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, cols.shape[1] // (out_h * out_w) * grid.shape[1])
-        _add_grid_column_planes(cols, grid, tap_phase, tap_offset, n0, out_h, out_w, wq, start, stop)
-
-
 # ------------------------------------------------------------ GEMM output (O, samples * OH * OW) <-> NCHW
-@njit(cache=True, fastmath=FASTMATH)
-def _output_planes(product, y, bias, n0, start, stop):
-    """Planes [start, stop) of the flattened (sample in chunk, o) index: y = product + bias."""
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _output_planes(product, y, bias, n0):
+    """For each (sample in chunk, o) plane: y = product + bias."""
     n_out = y.shape[1]
     per_sample = y.shape[2] * y.shape[3]
-    for plane in range(start, stop):
+    for plane in range(product.shape[1] // per_sample * n_out):
         i, o = plane // n_out, plane % n_out
         shift = bias[o]
         source = product[o, i * per_sample:(i + 1) * per_sample]
@@ -147,31 +118,17 @@ def _output_planes(product, y, bias, n0, start, stop):
             target[q] = source[q] + shift
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _output_grad_planes(dy, grid_dy, n0, start, stop):
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _output_grad_planes(dy, grid_dy, n0):
     """Adjoint of :func:`_output_planes`: samples n0, ... of dy side by side in the rows of grid_dy."""
     n_out = dy.shape[1]
     per_sample = dy.shape[2] * dy.shape[3]
-    for plane in range(start, stop):
+    for plane in range(grid_dy.shape[1] // per_sample * n_out):
         i, o = plane // n_out, plane % n_out
         source = dy[n0 + i, o].reshape(per_sample)
         target = grid_dy[o, i * per_sample:(i + 1) * per_sample]
         for q in range(per_sample):
             target[q] = source[q]
-
-
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _output_parallel(product, y, bias, n0, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, product.shape[1] // (y.shape[2] * y.shape[3]) * y.shape[1])
-        _output_planes(product, y, bias, n0, start, stop)
-
-
-@njit(cache=True, fastmath=FASTMATH, parallel=True)
-def _output_grad_parallel(dy, grid_dy, n0, chunks):
-    for chunk in prange(chunks):
-        start, stop = chunk_bounds(chunk, chunks, grid_dy.shape[1] // (dy.shape[2] * dy.shape[3]) * dy.shape[1])
-        _output_grad_planes(dy, grid_dy, n0, start, stop)
 
 
 # ------------------------------------------------------------ the wrappers conv.py calls
@@ -192,62 +149,38 @@ class GridPlan(NamedTuple):
         return self.out_size[0] * self.out_size[1]
 
 
-def to_grid(x: np.ndarray, plan: GridPlan) -> np.ndarray:
-    """The grid of C-contiguous NCHW ``x``: shape (N, C, sh * sw, plane_size)."""
-    (sh, sw) = plan.stride
-    grid = np.empty((x.shape[0], x.shape[1], sh * sw, plan.plane_size), dtype=x.dtype)
-    args = (plan.pad_top, plan.pad_left, sh, sw, plan.wq)
-    if use_parallel(grid.size):
-        _to_grid_parallel(x, grid, *args, num_chunks(x.shape[0] * x.shape[1]))
-    else:
-        _to_grid_planes(x, grid, *args, 0, x.shape[0] * x.shape[1])
-    return grid
+def empty_grid(x_shape: tuple[int, ...], plan: GridPlan, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised grid for NCHW inputs of ``x_shape``: shape (N, C, sh * sw, plane_size)."""
+    return np.empty((x_shape[0], x_shape[1], plan.stride[0] * plan.stride[1], plan.plane_size), dtype=dtype)
 
 
-def from_grid(grid: np.ndarray, x_shape: tuple[int, ...], plan: GridPlan) -> np.ndarray:
-    """Adjoint of :func:`to_grid`: the NCHW array whose grid is ``grid`` (padding positions dropped)."""
-    x = np.empty(x_shape, dtype=grid.dtype)
-    (sh, sw) = plan.stride
-    args = (plan.pad_top, plan.pad_left, sh, sw, plan.wq)
-    if use_parallel(grid.size):
-        _from_grid_parallel(grid, x, *args, num_chunks(x_shape[0] * x_shape[1]))
-    else:
-        _from_grid_planes(grid, x, *args, 0, x_shape[0] * x_shape[1])
-    return x
+def to_grid(x: np.ndarray, grid: np.ndarray, plan: GridPlan, start: int, stop: int) -> None:
+    """Write samples [start, stop) of C-contiguous NCHW ``x`` into their planes of ``grid``."""
+    channels = x.shape[1]
+    _to_grid_planes(x, grid, plan.pad_top, plan.pad_left, *plan.stride, plan.wq, start * channels, stop * channels)
+
+
+def from_grid(grid: np.ndarray, x: np.ndarray, plan: GridPlan, start: int, stop: int) -> None:
+    """Adjoint of :func:`to_grid`: samples [start, stop) of NCHW ``x`` from their grid planes (padding dropped)."""
+    channels = x.shape[1]
+    _from_grid_planes(grid, x, plan.pad_top, plan.pad_left, *plan.stride, plan.wq, start * channels, stop * channels)
 
 
 def grid_columns(grid: np.ndarray, cols: np.ndarray, n0: int, plan: GridPlan) -> None:
     """Fill ``cols`` (C * taps, samples * OH * OW) with the tap values of samples ``n0, n0 + 1, ...``."""
-    args = (plan.tap_phase, plan.tap_offset, n0, *plan.out_size, plan.wq)
-    if use_parallel(cols.size):
-        _grid_columns_parallel(grid, cols, *args, num_chunks(cols.shape[0]))
-    else:
-        _grid_column_rows(grid, cols, *args, 0, cols.shape[0])
+    _grid_column_rows(grid, cols, plan.tap_phase, plan.tap_offset, n0, *plan.out_size, plan.wq)
 
 
 def add_grid_columns(cols: np.ndarray, grid: np.ndarray, n0: int, plan: GridPlan) -> None:
     """Adjoint of :func:`grid_columns`: add each value of ``cols`` back where it was read from."""
-    args = (plan.tap_phase, plan.tap_offset, n0, *plan.out_size, plan.wq)
-    planes = cols.shape[1] // plan.per_sample * grid.shape[1]
-    if use_parallel(cols.size):
-        _add_grid_columns_parallel(cols, grid, *args, num_chunks(planes))
-    else:
-        _add_grid_column_planes(cols, grid, *args, 0, planes)
+    _add_grid_column_planes(cols, grid, plan.tap_phase, plan.tap_offset, n0, *plan.out_size, plan.wq)
 
 
 def outputs(product: np.ndarray, y: np.ndarray, bias: np.ndarray, n0: int, plan: GridPlan) -> None:
     """Write the GEMM's product (O, samples * OH * OW) of samples ``n0, ...`` into NCHW ``y``, adding ``bias``."""
-    planes = product.shape[1] // plan.per_sample * y.shape[1]
-    if use_parallel(product.size):
-        _output_parallel(product, y, bias, n0, num_chunks(planes))
-    else:
-        _output_planes(product, y, bias, n0, 0, planes)
+    _output_planes(product, y, bias, n0)
 
 
 def output_grads(dy: np.ndarray, grid_dy: np.ndarray, n0: int, plan: GridPlan) -> None:
     """Adjoint of :func:`outputs`: samples ``n0, ...`` of NCHW ``dy`` side by side in ``grid_dy`` (O, samples * OH * OW)."""
-    planes = grid_dy.shape[1] // plan.per_sample * dy.shape[1]
-    if use_parallel(grid_dy.size):
-        _output_grad_parallel(dy, grid_dy, n0, num_chunks(planes))
-    else:
-        _output_grad_planes(dy, grid_dy, n0, 0, planes)
+    _output_grad_planes(dy, grid_dy, n0)

@@ -3,8 +3,8 @@
 numpy runs a batched product (attention's ``q @ k^T`` over batch x heads) as one BLAS call per matrix.
 With several BLAS threads each of those small calls hands its work to OpenBLAS's thread pool and back,
 and the idle threads spin between calls; so here, when BLAS has more than one thread, the batch is cut
-into one slice per thread and each slice runs on one Python thread with BLAS at one thread (numpy
-releases the GIL inside the product): one hand-off per product instead of one per matrix.
+into one slice per thread and each slice runs on one Python thread with BLAS at one thread
+(``blas_pool.py``): one hand-off per product instead of one per matrix.
 
 Design, chosen by measurement (the numbers: docs/benchmarks.md, "Measurements behind the kernels'
 designs"):
@@ -13,7 +13,6 @@ designs"):
   (heads split out of the fused qkv projection), which no reshape turns into one GEMM without a copy.
 - The split saves most when other processes load the cores (each hand-off then waits to be scheduled)
   and is about even with numpy's loop when the cores are free.
-- While a split product runs, BLAS calls from other threads of the process run on one thread too.
 - Python threads rather than a Numba ``prange``: the products stay in OpenBLAS (a GEMM written in Numba
   reaches about half its speed, see ``conv.py``), and Numba cannot call BLAS without SciPy.
 - Only matrices at or above OpenBLAS's own threading threshold (m*n*k >= 2**18 multiply-adds each) are
@@ -23,42 +22,16 @@ designs"):
 """
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+import functools
 
 import numpy as np
+
+from . import blas_pool
 
 # Below this many multiply-adds per matrix OpenBLAS itself runs a product on one thread (its
 # SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD), so numpy's loop over the batch makes no hand-offs.
 SPLIT_MIN_MULTIPLY_ADDS = 1 << 18
 _BLAS_DTYPES = (np.float32, np.float64)
-
-_lock = threading.Lock()  # one split product at a time: the BLAS thread count is process-wide
-_state: dict[str, Any] = {"blas": None, "pool": None, "workers": 0}
-
-
-def _blas() -> Any:
-    """threadpoolctl's controller of numpy's BLAS (False when there is none to control)."""
-    if _state["blas"] is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # a dependency, but the source checkout runs without installing it
-            _state["blas"] = False
-            return False
-        controllers = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
-        controllers.sort(key=lambda c: "numpy" not in c.filepath)  # numpy's own first
-        _state["blas"] = controllers[0] if controllers and controllers[0].get_num_threads() else False
-    return _state["blas"]
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    if _state["workers"] != workers:
-        if _state["pool"] is not None:
-            _state["pool"].shutdown(wait=False)
-        _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="tinynorm-matmul")
-        _state["workers"] = workers
-    return _state["pool"]
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -66,36 +39,20 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) < 3 or a.dtype != b.dtype or a.dtype not in _BLAS_DTYPES:
         return np.matmul(a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    if b.shape[-2] != k or m * n * k < SPLIT_MIN_MULTIPLY_ADDS or not _blas():
+    controller = blas_pool.blas()
+    if b.shape[-2] != k or m * n * k < SPLIT_MIN_MULTIPLY_ADDS or not controller:
         return np.matmul(a, b)  # also numpy's own errors
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         return np.matmul(a, b)  # numpy's own error
     axis = next((i for i, size in enumerate(batch) if size > 1), None)
-    if axis is None:
+    threads = controller.get_num_threads()  # 1 while a split runs elsewhere
+    if axis is None or threads < 2:
         return np.matmul(a, b)
-    with _lock:
-        threads = _blas().get_num_threads()  # read under the lock: a split elsewhere sets it to 1
-        if threads >= 2:
-            return _split_matmul(a, b, batch, axis, threads)
-    return np.matmul(a, b)
-
-
-def _split_matmul(a: np.ndarray, b: np.ndarray, batch: tuple[int, ...], axis: int, threads: int) -> np.ndarray:
-    """``np.matmul(a, b)`` as ``threads`` slices of batch ``axis``, each on its own thread with BLAS at one
-    thread; the caller holds the lock."""
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     a, b = np.broadcast_to(a, batch + (m, k)), np.broadcast_to(b, batch + (k, n))
     out = np.empty(batch + (m, n), a.dtype)
     bounds = np.linspace(0, batch[axis], min(threads, batch[axis]) + 1).astype(int)
     slices = [(slice(None),) * axis + (slice(lo, hi),) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    pool, blas = _pool(threads), _blas()
-    blas.set_num_threads(1)
-    try:
-        done = [pool.submit(np.matmul, a[s], b[s], out=out[s]) for s in slices]
-        for future in done:
-            future.result()
-    finally:
-        blas.set_num_threads(threads)
+    blas_pool.run_split([functools.partial(np.matmul, a[s], b[s], out=out[s]) for s in slices])
     return out

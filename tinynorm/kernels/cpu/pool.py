@@ -8,7 +8,8 @@ element. ``argmax`` holds flat indices ``h*W + w`` into each input plane, like P
 import numpy as np
 from numba import njit, prange
 
-from ._config import FASTMATH, PARALLEL_THRESHOLD
+from ._config import FASTMATH
+from ._shared import use_parallel
 from .conv import IntPair, _check_shape, _window_geometry, check_nchw
 
 
@@ -156,7 +157,7 @@ def max_pool2d_forward(
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
     argmax = np.empty(y.shape, dtype=np.int64)
-    _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, x.size >= PARALLEL_THRESHOLD)
+    _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, use_parallel(x.size))
     return y, argmax
 
 
@@ -182,7 +183,7 @@ def max_pool2d_backward(dy: np.ndarray, argmax: np.ndarray, x_shape: tuple[int, 
     if argmax.size and (argmax.min() < 0 or argmax.max() >= plane_size):
         raise ValueError(f"argmax holds indices outside [0, {plane_size}) for x_shape {x_shape}")
     dx = np.zeros(x_shape, dtype=dy.dtype)
-    _max_pool_backward_kernel(dy, argmax, dx, dx.size >= PARALLEL_THRESHOLD)
+    _max_pool_backward_kernel(dy, argmax, dx, use_parallel(dx.size))
     return dx
 
 
@@ -196,7 +197,7 @@ def avg_pool2d_forward(
     x = check_nchw("x", x)
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = np.empty(x.shape[:2] + out_size, dtype=x.dtype)
-    _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, x.size >= PARALLEL_THRESHOLD)
+    _avg_pool_kernel(x, y, kh, kw, sh, sw, ph, pw, use_parallel(x.size))
     return y
 
 
@@ -212,5 +213,5 @@ def avg_pool2d_backward(
     (kh, kw), (sh, sw), (ph, pw), out_size = _pool_geometry(x_shape, kernel_size, stride, padding)
     dy = _check_grad(dy, x_shape[:2] + out_size)
     dx = np.zeros(x_shape, dtype=dy.dtype)
-    _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, dx.size >= PARALLEL_THRESHOLD)
+    _avg_pool_backward_kernel(dy, dx, kh, kw, sh, sw, ph, pw, use_parallel(dx.size))
     return dx
