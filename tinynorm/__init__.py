@@ -3,11 +3,13 @@
 A tensor type with reverse-mode autograd, PyTorch-style modules and optimizers, and normalization
 layers (BatchNorm, LayerNorm, RMSNorm, GroupNorm, InstanceNorm) on fused Numba kernels.
 """
-from . import _openmp
+from . import _malloc, _openmp
 
 # Before any kernel runs: tinynorm's OpenMP spin default and Numba's OpenMP layer on its own runtime, so
-# that tinynorm's speed does not depend on what the process imported before it (see _openmp.py).
+# that tinynorm's speed does not depend on what the process imported before it (see _openmp.py); and
+# freed memory kept for reuse, so that large temporaries do not page-fault on every step (_malloc.py).
 _openmp.configure()
+_malloc.configure()
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)
 from . import tensor_methods  # noqa: E402  (the ops build on Tensor; this attaches them to it as its methods)

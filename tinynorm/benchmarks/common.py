@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .. import _openmp
+from .. import _malloc, _openmp
 
 # "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
 # one thread: with more, it adds up the time of all threads, spinning ones included.
@@ -158,7 +158,8 @@ def _blas_info() -> dict | None:
 
 def threading_info() -> dict:
     """The threads and OpenMP settings both libraries run with in this process."""
-    info: dict[str, Any] = {"tinynorm": _openmp.threading_settings(), "blas": _blas_info()}
+    info: dict[str, Any] = {"tinynorm": _openmp.threading_settings(), "blas": _blas_info(),
+                            "malloc_kept_for_reuse": _malloc.configured}
     torch = sys.modules.get("torch")
     if torch is not None:
         spin = "libgomp default (300000)"
@@ -177,6 +178,8 @@ def describe_threading(info: dict) -> str:
              f"{' (its default)' if ours['GOMP_SPINCOUNT_set_by_tinynorm'] else ''}",
              "BLAS: " + (f"{blas['internal_api']} {blas['architecture']}, {blas['num_threads']} threads" if blas
                          else "unknown (install threadpoolctl to see it)")]
+    if info.get("malloc_kept_for_reuse"):
+        parts.append("malloc: freed memory kept for reuse (tinynorm's default, process-wide)")
     if "torch" in info:
         torch = info["torch"]
         parts.append(f"PyTorch: {torch['threads']} threads, GOMP_SPINCOUNT {torch['GOMP_SPINCOUNT']}, imported "
