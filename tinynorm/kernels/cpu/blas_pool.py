@@ -47,18 +47,21 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 
 def run_split(parts: Sequence[Callable[[], Result]]) -> list[Result]:
-    """Run each of ``parts`` on its own thread with BLAS at one thread; their results, in order.
+    """Run each of ``parts`` on its own thread (a single one on the calling thread) with BLAS at one
+    thread; their results, in order.
 
-    A single part runs on the calling thread with BLAS as it is. So does every part when BLAS cannot be
-    controlled, or when a split is already running on another thread (its BLAS is then on one thread).
+    When BLAS cannot be controlled, or a split is already running on another thread (whose BLAS is
+    then on one thread), the parts run one after another on the calling thread.
     """
-    controller = blas() if len(parts) > 1 else False
+    controller = blas()
     if not controller or not _lock.acquire(blocking=False):
         return [part() for part in parts]
     try:
         threads = controller.get_num_threads()
         controller.set_num_threads(1)
         try:
+            if len(parts) == 1:
+                return [parts[0]()]
             futures = [_pool(len(parts)).submit(part) for part in parts]
             wait(futures)  # all of them, even when one fails, before BLAS gets its threads back
             return [future.result() for future in futures]

@@ -57,7 +57,7 @@ CHUNK_ELEMENTS = 1 << 18
 # Work arrays up to this many elements are kept for reuse between calls (see _scratch): a chunk's.
 SCRATCH_LIMIT = CHUNK_ELEMENTS
 # Multiply-adds a thread should have before a convolution is shared out (see _sample_ranges).
-MIN_MULTIPLY_ADDS_PER_THREAD = 1 << 20
+MIN_MULTIPLY_ADDS_PER_THREAD = 1 << 22
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
