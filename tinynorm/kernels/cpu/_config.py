@@ -14,6 +14,6 @@ FASTMATH = {"reassoc", "contract", "arcp", "nsz"}  # a set: numba rejects other 
 JIT_OPTIONS = {"cache": True, "fastmath": FASTMATH}
 IEEE_JIT_OPTIONS = {**JIT_OPTIONS, "error_model": "numpy"}
 
-# Below this many elements a kernel runs its serial version: starting a parallel region costs more
-# than the work itself.
+# Below this many elements a kernel runs its serial version: starting a parallel region, and waking
+# threads that compete for the cores with BLAS, costs more than it saves (measured: docs/benchmarks.md).
 PARALLEL_THRESHOLD = 1 << 19

@@ -271,7 +271,7 @@ def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     A fresh buffer of 1 MiB costs its page faults on every call, which makes filling a chunk's ``cols``
     several times slower on a virtual machine (measured: docs/benchmarks.md). Arrays above
     SCRATCH_LIMIT (a chunk of one sample of a large image) are allocated afresh, so no thread keeps more
-    than a chunk's ``cols`` and GEMM product alive (at most 32 MiB of float32).
+    than a chunk's ``cols`` and GEMM product alive (at most 2 MiB of float32).
     """
     size = math.prod(shape)
     if size > SCRATCH_LIMIT:

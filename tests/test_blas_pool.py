@@ -1,0 +1,46 @@
+"""blas_pool.run_split: parts run on their own threads with BLAS at one thread, results in order, and
+BLAS's thread count is restored afterwards, also when a part fails."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+from tinynorm.kernels.cpu import blas_pool  # noqa: E402
+
+
+def observe(value: int) -> tuple[int, str, int]:
+    return value, threading.current_thread().name, blas_pool.blas().get_num_threads()
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_parts_run_with_one_blas_thread_and_return_in_order(parts: int) -> None:
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        results = blas_pool.run_split([lambda i=i: observe(i) for i in range(parts)])
+        assert blas_pool.blas().get_num_threads() == 2
+    assert [value for value, _, _ in results] == list(range(parts))
+    assert all(blas_threads == 1 for _, _, blas_threads in results)
+    names = {name for _, name, _ in results}
+    if parts == 1:
+        assert names == {threading.current_thread().name}  # a single part runs on the calling thread
+    else:
+        assert len(names) == parts and all(name.startswith("tinynorm-blas") for name in names)
+
+
+def test_a_failing_part_raises_after_all_parts_finished_and_blas_is_restored() -> None:
+    finished = []
+
+    def slow() -> None:
+        threading.Event().wait(0.05)
+        finished.append(True)
+
+    def fail() -> None:
+        raise ValueError("part failed")
+
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        with pytest.raises(ValueError, match="part failed"):
+            blas_pool.run_split([fail, slow])
+        assert finished == [True]
+        assert blas_pool.blas().get_num_threads() == 2
