@@ -11,12 +11,14 @@ threadpoolctl = pytest.importorskip("threadpoolctl")
 from tinynorm.kernels.cpu import blas_pool  # noqa: E402
 
 
-def observe(value: int) -> tuple[int, str, int]:
-    return value, threading.current_thread().name, blas_pool.blas().get_num_threads()
-
-
 @pytest.mark.parametrize("parts", [1, 2, 3])
-def test_parts_run_with_one_blas_thread_and_return_in_order(parts: int) -> None:
+def test_parts_run_side_by_side_with_one_blas_thread_and_return_in_order(parts: int) -> None:
+    together = threading.Barrier(parts, timeout=10)  # broken unless all parts run at the same time
+
+    def observe(value: int) -> tuple[int, str, int]:
+        together.wait()
+        return value, threading.current_thread().name, blas_pool.blas().get_num_threads()
+
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         results = blas_pool.run_split([lambda i=i: observe(i) for i in range(parts)])
         assert blas_pool.blas().get_num_threads() == 2
