@@ -46,3 +46,23 @@ def test_a_failing_part_raises_after_all_parts_finished_and_blas_is_restored() -
             blas_pool.run_split([fail, slow])
         assert finished == [True]
         assert blas_pool.blas().get_num_threads() == 2
+
+
+def test_a_forked_child_splits_with_a_pool_of_its_own() -> None:
+    multiprocessing = pytest.importorskip("multiprocessing")
+    together = threading.Barrier(2, timeout=10)
+
+    def meet(value: int) -> int:
+        together.wait()
+        return value
+
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):  # now the parent's pool has both its threads
+        assert blas_pool.run_split([lambda: meet(1), lambda: meet(2)]) == [1, 2]
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:  # the child inherits the pool object, not its threads
+        assert pool.apply_async(_split_in_child).get(timeout=30) == [1, 2]
+
+
+def _split_in_child() -> list[int]:
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        return blas_pool.run_split([lambda: 1, lambda: 2])

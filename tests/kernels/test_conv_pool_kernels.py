@@ -433,3 +433,14 @@ def test_backward_shape_errors():
         max_pool2d_backward(np.ones_like(y), argmax + 0.7, x.shape)  # truncated, it would pass the range check
     with pytest.raises(TypeError, match="argmax must be a numpy.ndarray, got list"):
         max_pool2d_backward(np.ones_like(y), argmax.tolist(), x.shape)
+
+
+@pytest.mark.parametrize("needs_input_grad", [True, False])
+def test_empty_batch_gives_empty_output_and_zero_weight_gradient(needs_input_grad):
+    x = np.zeros((0, 3, 8, 8), np.float32)
+    weight = np.ones((4, 3, 3, 3), np.float32)
+    y, saved = conv2d_forward(x, weight, None, 1, 1)
+    assert y.shape == (0, 4, 8, 8)
+    dx, dweight, dbias = conv2d_backward(y, saved, x.shape, weight, 1, 1, needs_input_grad=needs_input_grad)
+    assert (dx is None) != needs_input_grad and (dx is None or dx.shape == x.shape)
+    assert dweight.shape == weight.shape and not dweight.any() and dbias.shape == (4,) and not dbias.any()

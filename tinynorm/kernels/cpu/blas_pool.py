@@ -12,6 +12,7 @@ thread count is process-wide. Splits therefore run one at a time.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -38,12 +39,24 @@ def blas() -> Any:
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
-    if _state["workers"] != workers:
+    """The pool, with at least ``workers`` threads; it only grows, so that its threads (and their
+    scratch buffers) last from one split to the next whatever the number of parts."""
+    if _state["workers"] < workers:
         if _state["pool"] is not None:
             _state["pool"].shutdown(wait=False)
         _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="tinynorm-blas")
         _state["workers"] = workers
     return _state["pool"]
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child inherits the pool object but not its threads (and maybe a held lock): start afresh."""
+    global _lock
+    _lock = threading.Lock()
+    _state.update(pool=None, workers=0)
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def run_split(parts: Sequence[Callable[[], Result]]) -> list[Result]:
@@ -54,7 +67,7 @@ def run_split(parts: Sequence[Callable[[], Result]]) -> list[Result]:
     then on one thread), the parts run one after another on the calling thread.
     """
     controller = blas()
-    if not controller or not _lock.acquire(blocking=False):
+    if not parts or not controller or not _lock.acquire(blocking=False):
         return [part() for part in parts]
     try:
         threads = controller.get_num_threads()

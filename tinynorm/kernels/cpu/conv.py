@@ -3,12 +3,11 @@ groups): the input in the *grid* layout of ``conv_grid.py``, one OpenBLAS GEMM p
 
 Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in docs/benchmarks.md):
 
-- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * wq)``. OpenBLAS runs these
+- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * OW)``. OpenBLAS runs these
   in-cache shapes nearly twice as fast as a direct convolution written in Numba (LLVM keeps no
   accumulator block in registers), so the convolution stays a GEMM and the work around it is made cheap.
-- ``cols`` is built from the grid by copying long contiguous runs (one per channel, tap and sample)
-  instead of gathering element by element; the price is ``wq - OW`` garbage columns per output row
-  (2 of 10 at 8x8, 2 of 30 at 28x28) that the GEMM computes and the output copy drops.
+- ``cols`` is built from the grid by copying contiguous rows of runs (one run per channel, tap and
+  sample) instead of gathering element by element.
 - Samples go through in chunks whose ``cols`` fit in the L2 cache (1 MiB), so they are written and
   read there. The backward rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x
   copy of the input alive between forward and backward.
@@ -250,7 +249,10 @@ def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: In
 
 def _sample_ranges(samples: int, multiply_adds: int) -> list[tuple[int, int]]:
     """The samples of each thread, ``[start, stop)``: one range per thread of tinynorm's thread count, as
-    many as have MIN_MULTIPLY_ADDS_PER_THREAD of the convolution's ``multiply_adds`` (at least one)."""
+    many as have MIN_MULTIPLY_ADDS_PER_THREAD of the convolution's ``multiply_adds`` (at least one, none
+    for an empty batch)."""
+    if samples == 0:
+        return []
     threads = min(numba.get_num_threads(), samples, max(1, multiply_adds // MIN_MULTIPLY_ADDS_PER_THREAD))
     bounds = [samples * i // threads for i in range(threads + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
@@ -441,7 +443,7 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
 
     ranges = _sample_ranges(shape[0], dy.size * weights.shape[2])
     parts = blas_pool.run_split([functools.partial(backward_samples, *samples) for samples in ranges])
-    dweight = parts[0]
+    dweight = np.zeros_like(weights) if not parts else parts[0]
     for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
         dweight += part
     return dx, dweight

@@ -5,12 +5,12 @@ row ``r``, column ``q`` lands in phase ``(r % sh) * sw + q % sw`` at flat positi
 ``(r // sh) * wq + q // sw`` of a ``rows x wq`` phase plane. Then every kernel tap ``t`` of a
 convolution reads, for all its outputs at once, one contiguous run of a phase plane: ``run =
 grid[n, c, tap_phase[t], tap_offset[t]:tap_offset[t] + lq]`` holds the value under tap ``t`` for
-output ``oh * wq + ow``, for every ``oh < OH`` and ``ow < wq``. Columns ``ow >= OW`` are garbage (they
-wrap into the next row) and are dropped when the output leaves the grid; their gradient enters as 0.
+output ``oh * wq + ow``, for every ``oh < OH`` and ``ow < wq``; its columns ``ow >= OW`` wrap into the
+next row and are skipped.
 
-So the column matrix of the GEMM is built by plain copies of long runs (``grid_columns``) and folded
-back by plain additions (``add_grid_columns``): no index arithmetic per element, and LLVM vectorizes
-every loop. The kernels are serial and release the GIL: ``conv.py`` runs them on its threads, each
+So the column matrix of the GEMM (``OH * OW`` columns per sample) is built by plain copies of the
+runs' rows (``grid_columns``) and folded back by plain additions (``add_grid_columns``): no index
+arithmetic per element, and LLVM vectorizes every loop. The kernels are serial and release the GIL: ``conv.py`` runs them on its threads, each
 thread on its own samples, so no two threads write the same element.
 """
 from typing import NamedTuple
