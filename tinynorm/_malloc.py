@@ -5,10 +5,11 @@ A training step allocates and frees arrays of megabytes (each op's output, each 
 ``free``; the threshold starts at 128 KiB and grows to the largest block freed so far, and the heap
 gives memory back to the system once more than twice that is free at its top. A step that frees many
 such arrays at once thus returns their pages, and the next step's arrays pay a page fault per 4 KiB on
-first touch again; on a virtual machine that made a ReLU over a 3 MiB activation inside a SmallCNN step 4-6x slower than the same
-ReLU repeated alone (measured: docs/benchmarks.md). :func:`configure`, run when tinynorm is imported,
-raises the mmap threshold to 32 MiB (glibc's maximum) and the trim threshold to 1 GiB, so that freed
-blocks stay in the heap and the next array reuses pages already mapped. The price is that the
+first touch again; on a virtual machine that made a ReLU over a 3 MiB activation inside a SmallCNN
+step about 5x slower than the same ReLU repeated alone (measured: docs/benchmarks.md).
+:func:`configure`, run when tinynorm is imported, raises the mmap threshold to 32 MiB (glibc's maximum)
+and the trim threshold to 1 GiB, so that freed blocks stay in the heap and the next array reuses pages
+already mapped. The price is that the
 process's resident memory shrinks only once more than 1 GiB is free at the top of a heap.
 
 The settings are process-wide (PyTorch in the same process gets them too). Your own choice takes

@@ -340,7 +340,7 @@ def conv2d_forward(
             grid_columns(grid, cols, n0, plan)
             product = _scratch("product", (groups, out_channels // groups, columns), x.dtype)
             np.matmul(weights, _grouped(cols, groups), out=product)
-            outputs(product.reshape(out_channels, columns), y, bias, n0, plan)
+            outputs(product.reshape(out_channels, columns), y, bias, n0)
 
     ranges = _sample_ranges(x.shape[0], y.size * weights.shape[2])
     blas_pool.run_split([functools.partial(forward_samples, *samples) for samples in ranges])
@@ -430,7 +430,7 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
             cols = _scratch("cols", (rows, columns), dy.dtype)
             grid_columns(grid, cols, n0, plan)
             grid_dy = _scratch("product", (out_channels, columns), dy.dtype)
-            output_grads(dy, grid_dy, n0, plan)
+            output_grads(dy, grid_dy, n0)
             grid_dy = _grouped(grid_dy, groups)
             dweight += np.matmul(_grouped(cols, groups), grid_dy.transpose(0, 2, 1)).transpose(0, 2, 1)
             if dgrid is not None:

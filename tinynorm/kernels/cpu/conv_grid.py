@@ -10,8 +10,9 @@ next row and are skipped.
 
 So the column matrix of the GEMM (``OH * OW`` columns per sample) is built by plain copies of the
 runs' rows (``grid_columns``) and folded back by plain additions (``add_grid_columns``): no index
-arithmetic per element, and LLVM vectorizes every loop. The kernels are serial and release the GIL: ``conv.py`` runs them on its threads, each
-thread on its own samples, so no two threads write the same element.
+arithmetic per element, and LLVM vectorizes every loop. The kernels are serial and release the GIL:
+``conv.py`` runs them on its threads, each thread on its own samples, so no two threads write the same
+element.
 """
 from typing import NamedTuple
 
@@ -176,11 +177,11 @@ def add_grid_columns(cols: np.ndarray, grid: np.ndarray, n0: int, plan: GridPlan
     _add_grid_column_planes(cols, grid, plan.tap_phase, plan.tap_offset, n0, *plan.out_size, plan.wq)
 
 
-def outputs(product: np.ndarray, y: np.ndarray, bias: np.ndarray, n0: int, plan: GridPlan) -> None:
+def outputs(product: np.ndarray, y: np.ndarray, bias: np.ndarray, n0: int) -> None:
     """Write the GEMM's product (O, samples * OH * OW) of samples ``n0, ...`` into NCHW ``y``, adding ``bias``."""
     _output_planes(product, y, bias, n0)
 
 
-def output_grads(dy: np.ndarray, grid_dy: np.ndarray, n0: int, plan: GridPlan) -> None:
+def output_grads(dy: np.ndarray, grid_dy: np.ndarray, n0: int) -> None:
     """Adjoint of :func:`outputs`: samples ``n0, ...`` of NCHW ``dy`` side by side in ``grid_dy`` (O, samples * OH * OW)."""
     _output_grad_planes(dy, grid_dy, n0)
