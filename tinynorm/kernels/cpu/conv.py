@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
-from . import blas_pool
+from . import blas_pool, conv_implicit
 from .conv_grid import GridPlan, add_grid_columns, empty_grid, from_grid, grid_columns, output_grads, outputs, to_grid
 
 IntPair = int | tuple[int, int]
@@ -57,6 +57,8 @@ CHUNK_ELEMENTS = 1 << 18
 SCRATCH_LIMIT = CHUNK_ELEMENTS
 # Multiply-adds a thread should have before a convolution is shared out (see _sample_ranges).
 MIN_MULTIPLY_ADDS_PER_THREAD = 1 << 22
+# Weight row length (C * kh * kw) from which conv_implicit's kernels run (see _is_implicit).
+MIN_IMPLICIT_ROW = 64
 
 
 def _pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -157,8 +159,22 @@ def _grid_plan(h: int, w: int, geometry: ConvGeometry) -> GridPlan:
     tap_phase = np.array([(a % sh) * sw + b % sw for a, b in taps], dtype=np.int64)
     tap_offset = np.array([(a // sh) * wq + b // sw for a, b in taps], dtype=np.int64)
     rows = -(-(h + pt + pb) // sh)
-    plane_size = max(rows * wq, int(tap_offset.max()) + out_h * wq)  # room for the last tap's last row
-    return GridPlan(pt, pl, (sh, sw), wq, plane_size, geometry.out_size, tap_phase, tap_offset)
+    # Room for the last tap's last row, in whole blocks of positions for conv_implicit's kernels.
+    wide = conv_implicit.padded(out_h * wq, conv_implicit.LANES)
+    plane_size = max(rows * wq, int(tap_offset.max()) + wide)
+    wide_pixel = np.full(wide, -1, dtype=np.int64)
+    oh, ow = np.divmod(np.arange(out_h * wq), wq)
+    kept = ow < geometry.out_size[1]
+    wide_pixel[:out_h * wq][kept] = oh[kept] * geometry.out_size[1] + ow[kept]
+    return GridPlan(pt, pl, (sh, sw), wq, plane_size, geometry.out_size, tap_phase, tap_offset, wide_pixel)
+
+
+def _is_implicit(dtype: np.dtype, groups: int, weight_row: int) -> bool:
+    """float32 convolutions without groups whose weight rows (C * kh * kw) have MIN_IMPLICIT_ROW values
+    run conv_implicit's register-blocked kernels; the others the GEMM on ``cols`` (float64, whose
+    blocks would not fit the registers; grouped ones; and short rows, such as a first layer's on one or
+    three channels, where the blocks are mostly filled and emptied)."""
+    return dtype == np.float32 and groups == 1 and weight_row >= MIN_IMPLICIT_ROW
 
 
 def _is_pointwise(geometry: ConvGeometry) -> bool:
@@ -321,14 +337,17 @@ def conv2d_forward(
         x = _pad_with_mode(x, prepared.geometry.padding, padding_mode)
     geometry = prepared.grid_geometry
     weights = _grouped(weight.reshape(out_channels, -1), groups)  # (groups, O / groups, C / groups * kh * kw)
-    y = np.empty((x.shape[0], out_channels, *geometry.out_size), dtype=x.dtype)
+    y_shape = (x.shape[0], out_channels, *geometry.out_size)
     if _is_pointwise(geometry):
         n, c, h, w = x.shape
         product = np.matmul(weights, x.reshape(n, groups, c // groups, h * w))  # (N, groups, O / groups, H*W)
-        np.add(product.reshape(y.shape), bias[:, None, None], out=y)
-        return y, x
+        return np.add(product.reshape(y_shape), bias[:, None, None]), x
     plan = _grid_plan(x.shape[2], x.shape[3], geometry)
     grid = empty_grid(x.shape, plan, x.dtype)
+    ranges = _sample_ranges(x.shape[0], math.prod(y_shape) * weights.shape[2])
+    if _is_implicit(x.dtype, groups, weights.shape[2]):
+        return conv_implicit.forward(x, weight, bias, grid, plan, ranges), grid
+    y = np.empty(y_shape, dtype=x.dtype)
     rows = weights.shape[0] * weights.shape[2]
 
     def forward_samples(start: int, stop: int) -> None:
@@ -342,7 +361,6 @@ def conv2d_forward(
             np.matmul(weights, _grouped(cols, groups), out=product)
             outputs(product.reshape(out_channels, columns), y, bias, n0)
 
-    ranges = _sample_ranges(x.shape[0], y.size * weights.shape[2])
     blas_pool.run_split([functools.partial(forward_samples, *samples) for samples in ranges])
     return y, grid
 
@@ -415,6 +433,10 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
     (sh, sw) = plan.stride
     grid = _check_saved(grid, (shape[0], shape[1], sh * sw, plan.plane_size), dy.dtype)
     groups, out_channels = weights.shape[0], weights.shape[0] * weights.shape[1]
+    ranges = _sample_ranges(shape[0], dy.size * weights.shape[2])
+    if _is_implicit(dy.dtype, groups, weights.shape[2]):
+        weight = weights.reshape(out_channels, shape[1], *prepared.grid_geometry.kernel)
+        return conv_implicit.backward(dy, grid, shape, weight, plan, ranges, needs_input_grad)
     rows = groups * weights.shape[2]
     dgrid = np.empty_like(grid) if needs_input_grad else None
     dx = np.empty(shape, dy.dtype) if needs_input_grad else None
@@ -441,7 +463,6 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
             from_grid(dgrid, dx, plan, start, stop)
         return dweight
 
-    ranges = _sample_ranges(shape[0], dy.size * weights.shape[2])
     parts = blas_pool.run_split([functools.partial(backward_samples, *samples) for samples in ranges])
     dweight = np.zeros_like(weights) if not parts else parts[0]
     for part in parts[1:]:  # in a fixed order: the result depends on the thread count only

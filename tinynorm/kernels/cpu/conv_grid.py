@@ -24,7 +24,7 @@ from ._config import FASTMATH
 
 # ------------------------------------------------------------ NCHW input <-> grid
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop):
+def to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop):
     """Planes [start, stop) of the flattened (n, c) index: zero the grid plane, then place x's rows."""
     n_channels, h = x.shape[1], x.shape[2]
     for plane in range(start, stop):
@@ -49,7 +49,7 @@ def _to_grid_planes(x, grid, pt, pl, sh, sw, wq, start, stop):
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _from_grid_planes(grid, x, pt, pl, sh, sw, wq, start, stop):
-    """Adjoint of :func:`_to_grid_planes` (the input gradient): read x's rows back from the grid."""
+    """Adjoint of :func:`to_grid_planes` (the input gradient): read x's rows back from the grid."""
     n_channels, h = x.shape[1], x.shape[2]
     for plane in range(start, stop):
         n, c = plane // n_channels, plane % n_channels
@@ -143,6 +143,7 @@ class GridPlan(NamedTuple):
     out_size: tuple[int, int]
     tap_phase: np.ndarray  # int64, one per tap (i, j), in weight order
     tap_offset: np.ndarray
+    wide_pixel: np.ndarray  # int64: the output pixel of each wide position oh * wq + ow, -1 where ow >= OW
 
     @property
     def per_sample(self) -> int:
@@ -158,7 +159,7 @@ def empty_grid(x_shape: tuple[int, ...], plan: GridPlan, dtype: np.dtype) -> np.
 def to_grid(x: np.ndarray, grid: np.ndarray, plan: GridPlan, start: int, stop: int) -> None:
     """Write samples [start, stop) of C-contiguous NCHW ``x`` into their planes of ``grid``."""
     channels = x.shape[1]
-    _to_grid_planes(x, grid, plan.pad_top, plan.pad_left, *plan.stride, plan.wq, start * channels, stop * channels)
+    to_grid_planes(x, grid, plan.pad_top, plan.pad_left, *plan.stride, plan.wq, start * channels, stop * channels)
 
 
 def from_grid(grid: np.ndarray, x: np.ndarray, plan: GridPlan, start: int, stop: int) -> None:

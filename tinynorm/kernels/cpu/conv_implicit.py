@@ -1,0 +1,302 @@
+"""The float32 convolution as register-blocked products read straight from the grid (an implicit GEMM).
+
+Every kernel here has one inner step, :func:`_multiply_add`: an accumulator block of ROWS x LANES
+values, kept in registers, gains ``a[i] * b[j]`` for ROWS broadcast values ``a`` and LANES contiguous
+values ``b``. The three products of a convolution all take that form without any column matrix:
+
+- forward: rows are output channels (``a``: the weights of one input channel and tap), lanes are output
+  positions (``b``: the tap's contiguous run of the input's grid, ``conv_grid.py``);
+- input gradient: rows are input channels (``a``: the transposed weights), lanes are positions of a
+  grid phase plane (``b``: a run of ``dy`` laid out like the grid's output positions, shifted back by
+  the tap's offset);
+- weight gradient: rows are (input channel, tap) rows of the weight (``a``: one value of each row's
+  grid run), lanes are output channels (``b``: a row of ``dy`` transposed to positions x channels).
+
+Outputs are computed on the grid's *wide* positions ``oh * wq + ow`` (``ow < wq``): the columns
+``ow >= OW`` wrap into the next row and are dropped on output (zeros in ``dy``), and the last block of
+positions is padded up to LANES (the grid plan leaves room for it). Channel counts are padded up to a
+multiple of ROWS (LANES for the weight gradient's output channels) with zero weights, and the padded
+results are sliced away.
+
+Design, measured (docs/benchmarks.md): 8 x 32 accumulators are 16 AVX-512 registers, which leaves
+registers for the broadcasts and loads; LLVM keeps the block in registers only when the rows are
+written out one by one (a loop over the rows became gathers and scatters). Walking positions in the
+outer loop and channel blocks in the inner one keeps a block of positions' runs in the L1 cache for
+every channel block; the weight gradient walks one sample at a time so that its grid and ``dy`` stay
+in L2. On one core the products run at 85-95 GFLOP/s against OpenBLAS's 60-75 on the column matrices,
+and the column matrix is never written.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numba import njit
+
+from . import blas_pool
+from ._config import FASTMATH
+from ._stack import stack_array
+from .conv_grid import GridPlan, to_grid_planes
+
+ROWS = 8  # accumulator rows
+LANES = 32  # accumulator values per row: two AVX-512 registers of float32
+
+
+def padded(size: int, multiple: int) -> int:
+    """``size`` rounded up to a multiple of ``multiple``."""
+    return -(-size // multiple) * multiple
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _multiply_add(acc, a, b):
+    """``acc[i, j] += a[i] * b[j]`` for the ROWS x LANES block: the rows are written out so that LLVM
+    keeps ``acc`` in registers and vectorizes each row."""
+    a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    for j in range(LANES):
+        value = b[j]
+        acc[0, j] += a0 * value
+        acc[1, j] += a1 * value
+        acc[2, j] += a2 * value
+        acc[3, j] += a3 * value
+        acc[4, j] += a4 * value
+        acc[5, j] += a5 * value
+        acc[6, j] += a6 * value
+        acc[7, j] += a7 * value
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel):
+    """``y[o, pixel]`` (O_pad, OH * OW) of one sample's ``grid`` (C, phases, plane).
+
+    ``weight_blocks[block, c * taps + t, i]`` is the weight of output channel ``block * ROWS + i``;
+    ``wide_pixel[q]`` is the output pixel of wide position q, or -1 for a dropped one.
+    """
+    taps = tap_phase.size
+    for q0 in range(0, wide_pixel.size, LANES):
+        for block in range(weight_blocks.shape[0]):
+            acc = stack_array(ROWS, LANES, y.dtype)
+            acc[:] = 0
+            weights = weight_blocks[block]
+            for c in range(grid.shape[0]):
+                for t in range(taps):
+                    _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:])
+            first = block * ROWS
+            for j in range(LANES):
+                pixel = wide_pixel[q0 + j]
+                if pixel >= 0:
+                    for i in range(ROWS):
+                        y[first + i, pixel] = acc[i, j] + bias[first + i]
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, start, stop):
+    """Samples [start, stop): each one's grid (``grid_layout``: to_grid_planes' pad_top, pad_left, sh,
+    sw, wq), then its outputs while the grid is still in the cache."""
+    channels = x.shape[1]
+    for n in range(start, stop):
+        to_grid_planes(x, grid, *grid_layout, n * channels, (n + 1) * channels)
+        _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel)
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _dy_layouts(dy, wq, front, dy_wide, dy_t):
+    """One sample's ``dy`` (O, OH, OW) as ``dy_t`` (wide positions, O_pad) and, unless it is empty,
+    ``dy_wide`` (O, front zeros + wide positions), zero everywhere else."""
+    out_h, out_w = dy.shape[1], dy.shape[2]
+    dy_t[:] = 0
+    for oh in range(out_h):  # the transpose: contiguous writes were measured fastest
+        for ow in range(out_w):
+            row = dy_t[oh * wq + ow]
+            for o in range(dy.shape[0]):
+                row[o] = dy[o, oh, ow]
+    if dy_wide.shape[0]:
+        dy_wide[:] = 0
+        for o in range(dy.shape[0]):
+            for oh in range(out_h):
+                target, source = dy_wide[o, front + oh * wq:], dy[o, oh]
+                for ow in range(out_w):
+                    target[ow] = source[ow]
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _weight_grad_sample(grid, row_start, dy_t, wide, dweight_t):
+    """``dweight_t[k, o] += sum over wide positions q < wide of grid[row_start[k] + q] * dy_t[q, o]``
+    for one sample's flattened ``grid``: weight row k (input channel, tap) against output channel o.
+    ``dy_t`` is zero at dropped positions."""
+    row_values = stack_array(1, ROWS, dy_t.dtype)
+    for k0 in range(0, dweight_t.shape[0], ROWS):
+        starts = row_start[k0:k0 + ROWS]
+        for o0 in range(0, dweight_t.shape[1], LANES):
+            acc = stack_array(ROWS, LANES, dy_t.dtype)
+            for i in range(ROWS):
+                for j in range(LANES):
+                    acc[i, j] = dweight_t[k0 + i, o0 + j]
+            for q in range(wide):
+                for i in range(ROWS):
+                    row_values[0, i] = grid[starts[i] + q]
+                _multiply_add(acc, row_values[0], dy_t[q, o0:])
+            for i in range(ROWS):
+                for j in range(LANES):
+                    dweight_t[k0 + i, o0 + j] = acc[i, j]
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span, dx):
+    """One sample's ``dx`` (C_pad, H * W): each position of each grid phase plane gathers the output
+    positions whose taps read it, and lands on its input pixel.
+
+    ``dy_wide[o, front + q]`` is dy at wide position q (zeros around); ``phase_offsets[phase, u]`` the
+    offset of the phase's u-th tap (``phase_taps[phase]`` of them) and
+    ``weight_blocks[phase, block, o * max_taps + u, i]`` its weight from output channel o to input
+    channel ``block * ROWS + i``; ``phase_pixel[phase, r]`` the input pixel at position r, or -1 in the
+    padding, and ``phase_span[phase]`` the first and last + 1 positions that have one.
+    """
+    max_taps = phase_offsets.shape[1]
+    for phase in range(phase_pixel.shape[0]):
+        for r0 in range(phase_span[phase, 0], phase_span[phase, 1], LANES):
+            for block in range(weight_blocks.shape[1]):
+                acc = stack_array(ROWS, LANES, dx.dtype)
+                acc[:] = 0
+                weights = weight_blocks[phase, block]
+                for o in range(dy_wide.shape[0]):
+                    for u in range(phase_taps[phase]):
+                        shift = front - phase_offsets[phase, u] + r0
+                        _multiply_add(acc, weights[o * max_taps + u], dy_wide[o, shift:])
+                first = block * ROWS
+                for j in range(LANES):
+                    pixel = phase_pixel[phase, r0 + j]
+                    if pixel >= 0:
+                        for i in range(ROWS):
+                            dx[first + i, pixel] = acc[i, j]
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, weight_blocks, phase_taps,
+                      phase_offsets, phase_pixel, phase_span, dx, start, stop):
+    """Samples [start, stop), one at a time so that its layouts of ``dy`` (one sample's ``dy_t`` and
+    ``dy_wide``) stay in the cache: its part of ``dweight_t`` and, when ``dx`` is not empty, its
+    input gradient."""
+    front = phase_offsets.max()
+    wide = dy.shape[2] * wq
+    for n in range(start, stop):
+        _dy_layouts(dy[n], wq, front, dy_wide, dy_t)
+        _weight_grad_sample(grid_flat[n], row_start, dy_t, wide, dweight_t)
+        if dx.shape[0]:
+            _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span,
+                               dx[n])
+
+
+# ------------------------------------------------------------ the forward and backward conv.py calls
+def _padded_rows(matrix: np.ndarray, rows: int) -> np.ndarray:
+    """``matrix`` with zero rows appended up to ``rows`` rows."""
+    if matrix.shape[0] == rows:
+        return matrix
+    return np.concatenate([matrix, np.zeros((rows - matrix.shape[0], *matrix.shape[1:]), matrix.dtype)])
+
+
+def _row_blocks(matrix: np.ndarray) -> np.ndarray:
+    """(R, K) as (R_pad / ROWS, K, ROWS): the broadcast values of each block of ROWS rows, step by step."""
+    matrix = _padded_rows(matrix, padded(matrix.shape[0], ROWS))
+    return np.ascontiguousarray(matrix.reshape(-1, ROWS, matrix.shape[1]).transpose(0, 2, 1))
+
+
+def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarray, plan: GridPlan,
+            ranges: list[tuple[int, int]]) -> np.ndarray:
+    """The convolution of float32 NCHW ``x`` by ``weight`` (O, C, kh, kw) plus ``bias``, each range of
+    samples on its own thread; fills ``grid`` (the backward's saved input) on the way."""
+    out_channels = weight.shape[0]
+    blocks = _row_blocks(weight.reshape(out_channels, -1))
+    rows = blocks.shape[0] * ROWS
+    wide_bias = _padded_rows(bias, rows)
+    y = np.empty((x.shape[0], rows, plan.per_sample), dtype=x.dtype)
+
+    layout = (plan.pad_top, plan.pad_left, *plan.stride, plan.wq)
+
+    def samples(start: int, stop: int) -> None:
+        _forward_samples(x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, plan.wide_pixel,
+                         start, stop)
+
+    blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
+    return np.ascontiguousarray(y[:, :out_channels]).reshape(x.shape[0], out_channels, *plan.out_size)
+
+
+def _input_grad_weights(weight: np.ndarray, plan: GridPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weights of the input gradient per grid phase: blocks (phases, C_pad / ROWS, O * max_taps,
+    ROWS), the number of taps of each phase and their offsets (phases, max_taps)."""
+    out_channels, channels = weight.shape[:2]
+    phases = plan.stride[0] * plan.stride[1]
+    taps_of = [np.flatnonzero(plan.tap_phase == phase) for phase in range(phases)]
+    max_taps = max(1, max(taps.size for taps in taps_of))
+    by_channel = weight.reshape(out_channels, channels, -1).transpose(1, 0, 2)  # (C, O, taps)
+    rows = padded(channels, ROWS)
+    blocks = np.zeros((phases, rows // ROWS, out_channels * max_taps, ROWS), dtype=weight.dtype)
+    offsets = np.zeros((phases, max_taps), dtype=np.int64)
+    for phase, taps in enumerate(taps_of):
+        chosen = np.zeros((rows, out_channels, max_taps), dtype=weight.dtype)
+        chosen[:channels, :, :taps.size] = by_channel[:, :, taps]
+        blocks[phase] = _row_blocks(chosen.reshape(rows, -1))
+        offsets[phase, :taps.size] = plan.tap_offset[taps]
+    counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
+    return blocks, counts, offsets
+
+
+@functools.lru_cache(maxsize=256)
+def _phase_pixels(plan_key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """For an ``h x w`` input: the input pixel at each position of each grid phase plane (-1 in the
+    padding), in rows of whole blocks of LANES, and the first and last + 1 positions that have one."""
+    h, w, pad_top, pad_left, sh, sw, wq, plane_size = plan_key
+    positions = np.arange(padded(plane_size, LANES) + LANES)
+    pixels = np.full((sh * sw, positions.size), -1, dtype=np.int64)
+    span = np.zeros((sh * sw, 2), dtype=np.int64)
+    for phase in range(sh * sw):
+        row = positions // wq * sh + phase // sw - pad_top
+        col = positions % wq * sw + phase % sw - pad_left
+        inside = (row >= 0) & (row < h) & (col >= 0) & (col < w) & (positions < plane_size)
+        pixels[phase, inside] = row[inside] * w + col[inside]
+        if inside.any():
+            span[phase] = np.flatnonzero(inside)[[0, -1]] + (0, 1)
+    return pixels, span
+
+
+def _row_starts(channels: int, plan: GridPlan) -> np.ndarray:
+    """Where the grid run of each weight row (channel c, tap t: row ``c * taps + t``) starts in a sample's
+    flattened grid, padded up to a multiple of ROWS by repeating the last row."""
+    phases = plan.stride[0] * plan.stride[1]
+    channel = np.arange(channels)[:, None]
+    starts = ((channel * phases + plan.tap_phase) * plan.plane_size + plan.tap_offset).reshape(-1)
+    return np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
+
+
+def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight: np.ndarray, plan: GridPlan,
+             ranges: list[tuple[int, int]], needs_input_grad: bool) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(dx, dweight)`` of :func:`forward` for the upstream gradient ``dy``; ``dx`` is None unless
+    ``needs_input_grad``. Each range of samples runs on its own thread; their ``dweight`` parts are
+    added in a fixed order."""
+    n, channels = x_shape[:2]
+    out_channels = weight.shape[0]
+    blocks, phase_taps, phase_offsets = _input_grad_weights(weight, plan)
+    phase_pixel, phase_span = _phase_pixels((*x_shape[2:], plan.pad_top, plan.pad_left, *plan.stride, plan.wq,
+                                             plan.plane_size))
+    dy_wide_shape = (out_channels if needs_input_grad else 0, int(plan.tap_offset.max()) + phase_pixel.shape[1])
+    row_start = _row_starts(channels, plan)
+    dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
+    grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
+
+    def samples(start: int, stop: int) -> np.ndarray:
+        """These samples' input gradient (into dx) and their part of dweight, transposed (returned)."""
+        dweight_t = np.zeros((row_start.size, padded(out_channels, LANES)), dtype=dy.dtype)
+        dy_t = np.empty((plan.wide_pixel.size, dweight_t.shape[1]), dtype=dy.dtype)
+        dy_wide = np.empty(dy_wide_shape, dtype=dy.dtype)
+        _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
+                          phase_offsets, phase_pixel, phase_span, dx, start, stop)
+        return dweight_t
+
+    parts = blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
+    dweight_t = np.zeros((row_start.size, padded(out_channels, LANES)), dtype=dy.dtype) if not parts else parts[0]
+    for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
+        dweight_t += part
+    dweight = dweight_t[:channels * plan.tap_phase.size, :out_channels].T.reshape(weight.shape)
+    if not needs_input_grad:
+        return None, np.ascontiguousarray(dweight)
+    return np.ascontiguousarray(dx[:, :channels]).reshape(x_shape), np.ascontiguousarray(dweight)
