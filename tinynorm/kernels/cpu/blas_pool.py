@@ -60,8 +60,9 @@ os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def run_split(parts: Sequence[Callable[[], Result]]) -> list[Result]:
-    """Run each of ``parts`` on its own thread (a single one on the calling thread) with BLAS at one
-    thread; their results, in order.
+    """Run each of ``parts`` on its own thread with BLAS at one thread; their results, in order. The
+    calling thread runs the first part itself, while the pool's threads wake up for the others (a
+    wake-up costs 0.1-0.2 ms here).
 
     When BLAS cannot be controlled, or a split is already running on another thread (whose BLAS is
     then on one thread), the parts run one after another on the calling thread.
@@ -73,11 +74,12 @@ def run_split(parts: Sequence[Callable[[], Result]]) -> list[Result]:
         threads = controller.get_num_threads()
         controller.set_num_threads(1)
         try:
-            if len(parts) == 1:
-                return [parts[0]()]
-            futures = [_pool(len(parts)).submit(part) for part in parts]
-            wait(futures)  # all of them, even when one fails, before BLAS gets its threads back
-            return [future.result() for future in futures]
+            futures = [_pool(len(parts) - 1).submit(part) for part in parts[1:]] if len(parts) > 1 else []
+            try:
+                first = parts[0]()
+            finally:
+                wait(futures)  # all of them, even when one fails, before BLAS gets its threads back
+            return [first] + [future.result() for future in futures]
         finally:
             controller.set_num_threads(threads)
     finally:

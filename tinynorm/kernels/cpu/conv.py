@@ -1,28 +1,28 @@
 """2-D convolution on NCHW numpy arrays (PyTorch's cross-correlation, with stride, padding, dilation and
-groups): the input in the *grid* layout of ``conv_grid.py``, one OpenBLAS GEMM per chunk of samples.
+groups), on the input's *grid* layout of ``conv_grid.py``: zero padded and split into stride phases, so
+that every kernel tap reads one contiguous run of it.
 
-Design, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in docs/benchmarks.md):
+Two ways through the grid, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
+docs/benchmarks.md):
 
-- The GEMM is ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * OW)``. OpenBLAS runs these
-  in-cache shapes nearly twice as fast as a direct convolution written in Numba (LLVM keeps no
-  accumulator block in registers), so the convolution stays a GEMM and the work around it is made cheap.
-- ``cols`` is built from the grid by copying contiguous rows of runs (one run per channel, tap and
-  sample) instead of gathering element by element.
-- Samples go through in chunks whose ``cols`` fit in the L2 cache (1 MiB), so they are written and
-  read there. The backward rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x
-  copy of the input alive between forward and backward.
-- The threads share the batch, not each GEMM: each of tinynorm's threads takes its own samples through
-  every step (grid, cols, GEMM at one BLAS thread, output; ``blas_pool.py``), and the backward adds the
-  threads' ``dweight`` parts in a fixed order. Threading every GEMM instead hands work to OpenBLAS's
-  pool and back once per chunk, and its idle threads spin beside the layout kernels; that ran the
-  SmallCNN's convolutions at about the speed of one thread. A convolution too small to give each thread
-  MIN_MULTIPLY_ADDS_PER_THREAD runs on fewer threads.
-- The output copy adds the bias and writes NCHW directly; the backward's two GEMMs per chunk give
-  ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @ dy_grid``, folded back onto the grid by run
-  additions (col2im) and onto the input by the adjoint of the grid split. ``dweight`` is computed
-  transposed because OpenBLAS threads a long-K product with few rows badly: ``dy_grid @ cols^T``
-  costs several times the CPU time of ``cols @ dy_grid^T`` (32 x 27k @ 27k x 288).
-- 1x1 convolutions with stride 1 and no padding skip the grid: ``weight @ x[n]`` per sample.
+- float32 without groups, weight rows (C * kh * kw) of at least MIN_IMPLICIT_ROW values:
+  ``conv_implicit.py``'s register-blocked kernels read the runs straight from the grid, for the forward
+  and both gradients (85-95 GFLOP/s per core on the products, no column matrix).
+- the others (float64, groups, short rows such as a first layer's): one OpenBLAS GEMM per chunk,
+  ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * OW)``. ``cols`` is built from the grid by
+  copying contiguous rows of runs, in chunks of samples whose ``cols`` fit in the L2 cache (1 MiB);
+  the backward rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the
+  input alive. Its two GEMMs per chunk give ``dweight^T += cols @ dy_grid^T`` and ``dcols = weight^T @
+  dy_grid``, folded back onto the grid by run additions (col2im) and onto the input by the adjoint of
+  the grid split. ``dweight`` is computed transposed because OpenBLAS threads a long-K product with few
+  rows badly: ``dy_grid @ cols^T`` costs several times the CPU time of ``cols @ dy_grid^T``.
+
+Either way the threads share the batch: each of tinynorm's threads takes its own samples through every
+step with BLAS at one thread (``blas_pool.py``), and the backward adds the threads' ``dweight`` parts
+in a fixed order. Threading every GEMM instead hands work to OpenBLAS's pool and back once per chunk,
+and its idle threads spin beside the layout kernels; that ran the SmallCNN's convolutions at about the
+speed of one thread. A convolution too small to give each thread MIN_MULTIPLY_ADDS_PER_THREAD runs on
+fewer threads. 1x1 convolutions with stride 1 and no padding skip the grid: ``weight @ x[n]`` per sample.
 
 ``padding_mode`` 'reflect', 'replicate' and 'circular' pad the input explicitly first (as PyTorch does);
 the zero padding of the grid is then 0. ``im2col``/``col2im`` give the classic (N, C*kh*kw, OH*OW)

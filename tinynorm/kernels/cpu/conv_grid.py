@@ -1,14 +1,15 @@
-"""The layout kernels of the CPU convolution: NCHW arrays to and from the *grid* layout the GEMMs use.
+"""The layout kernels of the CPU convolution: NCHW arrays to and from the *grid* layout it reads.
 
 The grid of an input plane is the plane zero padded and split into ``sh * sw`` stride phases: padded
 row ``r``, column ``q`` lands in phase ``(r % sh) * sw + q % sw`` at flat position
 ``(r // sh) * wq + q // sw`` of a ``rows x wq`` phase plane. Then every kernel tap ``t`` of a
 convolution reads, for all its outputs at once, one contiguous run of a phase plane: ``run =
 grid[n, c, tap_phase[t], tap_offset[t]:tap_offset[t] + lq]`` holds the value under tap ``t`` for
-output ``oh * wq + ow``, for every ``oh < OH`` and ``ow < wq``; its columns ``ow >= OW`` wrap into the
-next row and are skipped.
+output ``oh * wq + ow`` (the *wide* positions), for every ``oh < OH`` and ``ow < wq``; its columns
+``ow >= OW`` wrap into the next row and are skipped. Each phase plane has room for the last tap's run
+rounded up to whole blocks of ``conv_implicit.LANES`` positions, which its kernels read.
 
-So the column matrix of the GEMM (``OH * OW`` columns per sample) is built by plain copies of the
+``conv_implicit.py`` computes on the runs directly. For the GEMM path, the column matrix (``OH * OW`` columns per sample) is built by plain copies of the
 runs' rows (``grid_columns``) and folded back by plain additions (``add_grid_columns``): no index
 arithmetic per element, and LLVM vectorizes every loop. The kernels are serial and release the GIL:
 ``conv.py`` runs them on its threads, each thread on its own samples, so no two threads write the same
