@@ -146,6 +146,8 @@ def test_constructor_errors_match_torch(make, error, message):
      r"but got 5 channels instead"),
     (lambda: F.conv2d(tn.zeros(1, 4, 8, 8), tn.zeros(3, 2, 3, 3), groups=2),
      r"expected weight to be divisible by 2 at dimension 0"),
+    (lambda: F.conv2d(tn.zeros(1, 3, 8, 8), tn.zeros(0, 3, 3, 3)),
+     r"Given groups=1, expected weight to be at least 1 at dimension 0, but got weight of size \[0, 3, 3, 3\] instead"),
     (lambda: F.conv2d(tn.zeros(3, 5), tn.zeros(4, 3, 3, 3)),
      r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, but got input of size: \[3, 5\]"),
     (lambda: F.conv2d(tn.zeros(1, 1, 2, 5), tn.zeros(1, 1, 5, 3), padding=1),

@@ -371,6 +371,11 @@ def test_channel_mismatch_names_both_counts():
         conv2d_forward(x, weight)
 
 
+def test_weight_without_output_channels():
+    with pytest.raises(ValueError, match=r"weight must have at least groups=1 output channels, got shape \(0, 3, 3, 3\)"):
+        conv2d_forward(np.zeros((2, 3, 5, 5)), np.zeros((0, 3, 3, 3)), None, 1, 1)
+
+
 def test_kernel_larger_than_padded_input():
     x = np.zeros((1, 1, 2, 5), dtype=np.float32)
     with pytest.raises(ValueError, match=r"kernel_size \(5, 3\) is larger than the padded input \(4, 7\)"):

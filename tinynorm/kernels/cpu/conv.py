@@ -226,6 +226,8 @@ def _unpad_with_mode(dx_padded: np.ndarray, x_shape: tuple[int, ...], pads: tupl
 def _check_weight(weight: np.ndarray, x_channels: int, dtype: np.dtype, groups: int) -> np.ndarray:
     """Check a conv weight (O, C / groups, kh, kw) against the input's channel count, groups and dtype."""
     weight = check_nchw("weight", weight)
+    if weight.shape[0] < groups:
+        raise ValueError(f"weight must have at least groups={groups} output channels, got shape {weight.shape}")
     if weight.shape[1] * groups != x_channels:
         raise ValueError(
             f"weight expects {weight.shape[1] * groups} input channels (shape {weight.shape}"
