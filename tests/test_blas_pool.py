@@ -29,7 +29,8 @@ def test_parts_run_side_by_side_with_one_blas_thread_and_return_in_order(parts: 
     assert len(set(names[1:])) == parts - 1 and all(name.startswith("tinynorm-blas") for name in names[1:])
 
 
-def test_a_failing_part_raises_after_all_parts_finished_and_blas_is_restored() -> None:
+@pytest.mark.parametrize("failing_first", [True, False], ids=["on the calling thread", "on the pool"])
+def test_a_failing_part_raises_after_all_parts_finished_and_blas_is_restored(failing_first: bool) -> None:
     finished = []
 
     def slow() -> None:
@@ -41,7 +42,7 @@ def test_a_failing_part_raises_after_all_parts_finished_and_blas_is_restored() -
 
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         with pytest.raises(ValueError, match="part failed"):
-            blas_pool.run_split([fail, slow])
+            blas_pool.run_split([fail, slow] if failing_first else [slow, fail])
         assert finished == [True]
         assert blas_pool.blas().get_num_threads() == 2
 

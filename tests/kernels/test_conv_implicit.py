@@ -1,5 +1,10 @@
 """The float32 register-blocked convolution (conv_implicit.py) against the float64 references and
 against the GEMM path, and which convolutions take it."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -17,6 +22,7 @@ IMPLICIT_CASES = [
     (2, 64, 16, 6, 6, 1, 2, (1, 1, 1, 1), 1),  # 1x1 with stride 2: three phases without any tap
     (4, 8, 8, 30, 30, 3, 1, (1, 1, 1, 1), 1),  # several blocks of positions per output row
     (2, 8, 8, 3, 31, 3, 1, (1, 1, 1, 1), 1),  # the input's 97 grid positions end one into a block of 32
+    (2, 8, 35, 1, 1, 3, 1, (1, 1, 1, 1), 1),  # a 1x1 input under a 3x3 kernel; 35 output channels
 ]
 
 
@@ -69,11 +75,101 @@ def test_implicit_convolution_matches_gemm_path(case, calls, monkeypatch):
         assert_close(a, b, np.float32)
 
 
-def test_implicit_weight_gradient_alone(calls):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_implicit_weight_gradient_alone(threads, calls, monkeypatch):
+    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
     (x, weight, bias, dy), (y, dx, dweight, dbias) = run(IMPLICIT_CASES[1], np.random.default_rng(13),
                                                          needs_input_grad=False)
     assert dx is None and calls["backward"] == 1
     assert_close(dweight, ref_general_conv2d(x, weight, bias, 2, (1, 1, 1, 1), 1, 1)[1](dy)[1], np.float32)
+
+
+def test_results_depend_on_the_thread_count_only(monkeypatch):
+    """y and dx come from one thread per sample whatever the count; dweight adds the threads' parts in a
+    fixed order, so it repeats exactly for a given count."""
+    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
+    results = {}
+    for threads in (1, 2, 3, 3):
+        monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
+        _, (y, dx, dweight, _) = run(IMPLICIT_CASES[4], np.random.default_rng(14))
+        if threads in results:
+            assert np.array_equal(dweight, results[threads][2])
+        results[threads] = (y, dx, dweight)
+    for y, dx, _ in results.values():
+        assert np.array_equal(y, results[1][0]) and np.array_equal(dx, results[1][1])
+
+
+@pytest.mark.parametrize("channels, kernel, implicit", [(7, 3, False), (16, 2, True)])
+def test_weight_rows_from_min_implicit_row_take_the_implicit_path(channels, kernel, implicit, calls):
+    assert conv.MIN_IMPLICIT_ROW == 64  # 7 * 3 * 3 = 63 values, 16 * 2 * 2 = 64
+    x = np.ones((2, channels, 6, 6), np.float32)
+    weight = np.ones((4, channels, kernel, kernel), np.float32)
+    y, saved = conv2d_forward(x, weight, None, 1, 1)
+    conv2d_backward(y, saved, x.shape, weight, 1, 1)
+    assert calls == ({"forward": 1, "backward": 1} if implicit else {"forward": 0, "backward": 0})
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_implicit_padding_modes_match_gemm_path(mode, calls, monkeypatch):
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((2, 8, 7, 6)).astype(np.float32)
+    weight = rng.standard_normal((5, 8, 3, 3)).astype(np.float32)
+    dy = rng.standard_normal((2, 5, 7, 6)).astype(np.float32)
+
+    def both_passes():
+        y, saved = conv2d_forward(x, weight, None, 1, 1, padding_mode=mode)
+        return (y, *conv2d_backward(dy, saved, x.shape, weight, 1, 1, padding_mode=mode)[:2])
+
+    implicit = both_passes()
+    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    for a, b in zip(implicit, both_passes()):
+        assert_close(a, b, np.float32)
+    assert calls == {"forward": 1, "backward": 1}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in matmul:RuntimeWarning")
+def test_non_finite_values_reach_what_the_gemm_path_reaches(calls, monkeypatch):
+    """An infinite input pixel or weight gives inf/NaN exactly where it does without the blocks (which
+    meet zeros around the outputs, and 0 * inf is NaN)."""
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((1, 8, 5, 6)).astype(np.float32)
+    x[0, 0, 2, 0] = np.inf  # on the left edge: the taps of the right column never read it
+    weight = rng.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    dy = np.ones((1, 4, 5, 6), np.float32)
+    infinite_weight = weight.copy()
+    infinite_weight[0, 0, 0, 2] = np.inf
+
+    def passes(w):
+        y, saved = conv2d_forward(x, w, None, 1, 1)
+        return (y, *conv2d_backward(dy, saved, x.shape, w, 1, 1)[:2])
+
+    implicit = passes(weight) + passes(infinite_weight)
+    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    gemm = passes(weight) + passes(infinite_weight)
+    assert calls == {"forward": 2, "backward": 1}  # a non-finite weight's backward takes the GEMM path
+    assert not np.isfinite(implicit[2]).all()  # the test reaches non-finite weight gradients
+    for a, b in zip(implicit, gemm):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
+        finite = np.isfinite(b)
+        assert_close(np.where(finite, a, 0), np.where(finite, b, 0), np.float32)
+
+
+@pytest.mark.parametrize("h, w, kernel, stride, pads, dilation", [
+    (1, 1, 3, 1, (1, 1, 1, 1), 1), (7, 9, 3, 2, (1, 1, 1, 1), 1), (9, 12, (3, 2), (2, 3), (2, 0, 1, 2), (2, 1)),
+    (5, 40, 5, 3, (2, 2, 0, 4), 2), (8, 8, 1, 2, (1, 1, 1, 1), 1), (3, 31, 3, 1, (1, 1, 1, 1), 1),
+])
+def test_grid_planes_have_room_for_every_block_the_kernels_read(h, w, kernel, stride, pads, dilation):
+    """The kernels do not check their indices: the forward reads a tap's run up to the last whole block of
+    wide positions, the input gradient ``dy`` up to LANES past the last phase position."""
+    geometry = conv.conv2d_geometry((1, 1, h, w), (1, 1, *pair(kernel)), stride, pads, dilation)
+    plan = conv._grid_plan(h, w, geometry)
+    assert plan.wide_pixel.size % conv_implicit.LANES == 0
+    assert plan.plane_size >= plan.tap_offset.max() + plan.wide_pixel.size
+    pixels, span = conv_implicit._phase_pixels((h, w, plan.pad_top, plan.pad_left, *plan.stride, plan.wq,
+                                                plan.plane_size))
+    assert pixels.shape[1] >= span.max() + conv_implicit.LANES - 1 and span.max() <= plan.plane_size
 
 
 @pytest.mark.parametrize("dtype, channels, groups", [(np.float32, 3, 1), (np.float64, 16, 1), (np.float32, 16, 2)])
@@ -94,3 +190,30 @@ def test_implicit_empty_batch(needs_input_grad, calls):
     assert calls == {"forward": 1, "backward": 1} and y.shape == (0, 4, 8, 8)
     assert (dx is None) != needs_input_grad and (dx is None or dx.shape == x.shape)
     assert dweight.shape == weight.shape and not dweight.any()
+
+
+BOUNDS_CHECK = """
+import sys
+import numba
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from test_conv_implicit import IMPLICIT_CASES, run
+from tinynorm.kernels.cpu import conv
+conv.MIN_MULTIPLY_ADDS_PER_THREAD = 1
+for threads in (1, 2):
+    numba.get_num_threads = lambda: threads
+    for case in IMPLICIT_CASES:
+        for needs_input_grad in (True, False):
+            run(case, np.random.default_rng(0), needs_input_grad)
+print("in bounds")
+"""
+
+
+@pytest.mark.slow
+def test_kernels_stay_in_bounds(tmp_path):
+    """Every case again with Numba's bounds checks compiled in (its own cache: Numba's cache does not tell
+    checked and unchecked code apart): an out-of-range index raises instead of reading a neighbour."""
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", BOUNDS_CHECK, str(Path(__file__).parent)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "in bounds" in done.stdout, done.stderr[-3000:]

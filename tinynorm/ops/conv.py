@@ -127,16 +127,16 @@ def _check_conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | Non
                            f"for a {x.ndim}-D input, got weight of size {list(weight.shape)}")
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise RuntimeError(f"{op}: non-positive groups is not supported, got groups={groups!r}")
-    if weight.shape[1] * groups != x.shape[1]:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                           f"{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {x.shape[1]} "
-                           "channels instead")
     if weight.shape[0] < groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
                            f"weight of size {list(weight.shape)} instead")
     if weight.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
                            f"got weight of size {list(weight.shape)} instead")
+    if weight.shape[1] * groups != x.shape[1]:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {x.shape[1]} "
+                           "channels instead")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")

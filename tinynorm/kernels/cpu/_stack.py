@@ -13,7 +13,8 @@ from numba.extending import intrinsic
 @intrinsic
 def stack_array(typingctx, rows, columns, dtype):
     """``stack_array(ROWS, COLUMNS, np.float32)``: an uninitialised C-contiguous (ROWS, COLUMNS) array
-    on the stack; ROWS and COLUMNS must be compile-time constants (module-level ints)."""
+    on the stack; ROWS and COLUMNS must be compile-time constants (module-level ints). It lives as long
+    as the function that made it: it must not be returned or stored anywhere."""
     if not isinstance(rows, types.IntegerLiteral) or not isinstance(columns, types.IntegerLiteral):
         return None  # Numba retries with literal values
     shape = (rows.literal_value, columns.literal_value)

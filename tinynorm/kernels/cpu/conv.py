@@ -149,7 +149,7 @@ def conv2d_output_size(h: int, w: int, kernel_size: IntPair, stride: IntPair, pa
     return conv2d_geometry((1, 1, h, w), (1, 1, *kernel), stride, padding, dilation).out_size
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _grid_plan(h: int, w: int, geometry: ConvGeometry) -> GridPlan:
     """Where an ``h x w`` input lands in the grid and where each tap reads it (conv_grid.py)."""
     (kh, kw), (sh, sw), (pt, pb, pl, pr), (dh, dw) = geometry[:4]
@@ -436,7 +436,7 @@ def _grid_backward(dy: np.ndarray, grid: Any, prepared: _Prepared, weights: np.n
     grid = _check_saved(grid, (shape[0], shape[1], sh * sw, plan.plane_size), dy.dtype)
     groups, out_channels = weights.shape[0], weights.shape[0] * weights.shape[1]
     ranges = _sample_ranges(shape[0], dy.size * weights.shape[2])
-    if _is_implicit(dy.dtype, groups, weights.shape[2]):
+    if _is_implicit(dy.dtype, groups, weights.shape[2]) and np.isfinite(weights).all():  # see conv_implicit.py
         weight = weights.reshape(out_channels, shape[1], *prepared.grid_geometry.kernel)
         return conv_implicit.backward(dy, grid, shape, weight, plan, ranges, needs_input_grad)
     rows = groups * weights.shape[2]

@@ -145,7 +145,7 @@ class GridPlan(NamedTuple):
     out_size: tuple[int, int]
     tap_phase: np.ndarray  # int64, one per tap (i, j), in weight order
     tap_offset: np.ndarray
-    wide_pixel: np.ndarray  # int64: the output pixel of each wide position oh * wq + ow, -1 where ow >= OW
+    wide_pixel: np.ndarray  # int64: each wide position's output pixel; -1 where ow >= OW and past the last row
 
     @property
     def per_sample(self) -> int:

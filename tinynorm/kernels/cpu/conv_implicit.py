@@ -15,8 +15,10 @@ values ``b``. The three products of a convolution all take that form without any
 Outputs are computed on the grid's *wide* positions ``oh * wq + ow`` (``ow < wq``): the columns
 ``ow >= OW`` wrap into the next row and are dropped on output (zeros in ``dy``), and the last block of
 positions is padded up to LANES (the grid plan leaves room for it). Channel counts are padded up to a
-multiple of ROWS (LANES for the weight gradient's output channels) with zero weights, and the padded
-results are sliced away.
+multiple of ROWS with zero weights (the weight gradient: rows repeating the last one, and output
+channels up to a multiple of LANES as zero columns of ``dy``), and the padded results are sliced away.
+The input gradient meets the zeros of ``dy`` around its output positions, so it needs finite weights
+(``0 * inf`` is NaN): conv.py takes the GEMM path for a backward with a non-finite weight.
 
 Design, measured (docs/benchmarks.md): 8 x 32 float32 accumulators are 16 AVX-512 registers, which
 leaves registers for the broadcasts and loads; LLVM keeps the block in registers only when the rows are
@@ -122,10 +124,11 @@ def _dy_layouts(dy, wq, front, dy_wide, dy_t):
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _weight_grad_sample(grid, row_start, dy_t, wide, dweight_t):
-    """``dweight_t[k, o] += sum over wide positions q < wide of grid[row_start[k] + q] * dy_t[q, o]``
-    for one sample's flattened ``grid``: weight row k (input channel, tap) against output channel o.
-    ``dy_t`` is zero at dropped positions."""
+def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t):
+    """``dweight_t[k, o] +=`` the sum over the output positions q (``oh * wq + ow``, ``ow < out_w``) of
+    ``grid[row_start[k] + q] * dy_t[q, o]`` for one sample's flattened ``grid``: weight row k (input
+    channel, tap) against output channel o. The dropped positions are left out, not multiplied by a
+    zero: the grid holds real input values there, and an infinite one would make a NaN."""
     row_values = stack_array(1, ROWS, dy_t.dtype)
     for k0 in range(0, dweight_t.shape[0], ROWS):
         starts = row_start[k0:k0 + ROWS]
@@ -134,10 +137,11 @@ def _weight_grad_sample(grid, row_start, dy_t, wide, dweight_t):
             for i in range(ROWS):
                 for j in range(LANES):
                     acc[i, j] = dweight_t[k0 + i, o0 + j]
-            for q in range(wide):
-                for i in range(ROWS):
-                    row_values[0, i] = grid[starts[i] + q]
-                _multiply_add(acc, row_values[0], dy_t[q, o0:])
+            for oh in range(out_h):
+                for q in range(oh * wq, oh * wq + out_w):
+                    for i in range(ROWS):
+                        row_values[0, i] = grid[starts[i] + q]
+                    _multiply_add(acc, row_values[0], dy_t[q, o0:])
             for i in range(ROWS):
                 for j in range(LANES):
                     dweight_t[k0 + i, o0 + j] = acc[i, j]
@@ -180,10 +184,9 @@ def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, we
     ``dy_wide``) stay in the cache: its part of ``dweight_t`` and, when ``dx`` is not empty, its
     input gradient."""
     front = phase_offsets.max()
-    wide = dy.shape[2] * wq
     for n in range(start, stop):
         _dy_layouts(dy[n], wq, front, dy_wide, dy_t)
-        _weight_grad_sample(grid_flat[n], row_start, dy_t, wide, dweight_t)
+        _weight_grad_sample(grid_flat[n], row_start, dy_t, dy.shape[2], dy.shape[3], wq, dweight_t)
         if dx.shape[0]:
             _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span,
                                dx[n])
@@ -243,7 +246,7 @@ def _input_grad_weights(weight: np.ndarray, plan: GridPlan) -> tuple[np.ndarray,
     return blocks, counts, offsets
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _phase_pixels(plan_key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """For an ``h x w`` input: the input pixel at each position of each grid phase plane (-1 in the
     padding), in rows of whole blocks of LANES, and the first and last + 1 positions that have one."""
@@ -277,9 +280,14 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     added in a fixed order."""
     n, channels = x_shape[:2]
     out_channels = weight.shape[0]
-    blocks, phase_taps, phase_offsets = _input_grad_weights(weight, plan)
-    phase_pixel, phase_span = _phase_pixels((*x_shape[2:], plan.pad_top, plan.pad_left, *plan.stride, plan.wq,
-                                             plan.plane_size))
+    if needs_input_grad:
+        blocks, phase_taps, phase_offsets = _input_grad_weights(weight, plan)
+        phase_pixel, phase_span = _phase_pixels((*x_shape[2:], plan.pad_top, plan.pad_left, *plan.stride,
+                                                 plan.wq, plan.plane_size))
+    else:  # only the weight gradient: empty operands for the input gradient (the offsets give 'front')
+        blocks = np.empty((0, 0, 0, ROWS), dy.dtype)
+        phase_taps, phase_offsets = np.empty(0, np.int64), plan.tap_offset.reshape(1, -1)
+        phase_pixel, phase_span = np.empty((0, 0), np.int64), np.empty((0, 2), np.int64)
     dy_wide_shape = (out_channels if needs_input_grad else 0, int(plan.tap_offset.max()) + phase_pixel.shape[1])
     row_start = _row_starts(channels, plan)
     dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
