@@ -167,9 +167,10 @@ def test_grid_planes_have_room_for_every_block_the_kernels_read(h, w, kernel, st
     plan = conv._grid_plan(h, w, geometry)
     assert plan.wide_pixel.size % conv_implicit.LANES == 0
     assert plan.plane_size >= plan.tap_offset.max() + plan.wide_pixel.size
-    pixels, span = conv_implicit._phase_pixels((h, w, plan.pad_top, plan.pad_left, *plan.stride, plan.wq,
-                                                plan.plane_size))
-    assert pixels.shape[1] >= span.max() + conv_implicit.LANES - 1 and span.max() <= plan.plane_size
+    backward = conv_implicit._backward_plan(1, h, w, plan.pad_top, plan.pad_left, plan.stride, plan.wq,
+                                            plan.plane_size, tuple(plan.tap_phase), tuple(plan.tap_offset))
+    span = backward.phase_span.max()
+    assert backward.phase_pixel.shape[1] >= span + conv_implicit.LANES - 1 and span <= plan.plane_size
 
 
 @pytest.mark.parametrize("dtype, channels, groups", [(np.float32, 3, 1), (np.float64, 16, 1), (np.float32, 16, 2)])

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -226,51 +227,67 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarra
     return np.ascontiguousarray(y[:, :out_channels]).reshape(x.shape[0], out_channels, *plan.out_size)
 
 
-def _input_grad_weights(weight: np.ndarray, plan: GridPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The weights of the input gradient per grid phase: blocks (phases, C_pad / ROWS, O * max_taps,
-    ROWS), the number of taps of each phase and their offsets (phases, max_taps)."""
-    out_channels, channels = weight.shape[:2]
-    phases = plan.stride[0] * plan.stride[1]
-    taps_of = [np.flatnonzero(plan.tap_phase == phase) for phase in range(phases)]
-    max_taps = max(1, max(taps.size for taps in taps_of))
-    by_channel = weight.reshape(out_channels, channels, -1).transpose(1, 0, 2)  # (C, O, taps)
-    rows = padded(channels, ROWS)
-    blocks = np.zeros((phases, rows // ROWS, out_channels * max_taps, ROWS), dtype=weight.dtype)
-    offsets = np.zeros((phases, max_taps), dtype=np.int64)
-    for phase, taps in enumerate(taps_of):
-        chosen = np.zeros((rows, out_channels, max_taps), dtype=weight.dtype)
-        chosen[:channels, :, :taps.size] = by_channel[:, :, taps]
-        blocks[phase] = _row_blocks(chosen.reshape(rows, -1))
-        offsets[phase, :taps.size] = plan.tap_offset[taps]
-    counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
-    return blocks, counts, offsets
+class _BackwardPlan(NamedTuple):
+    """What the backward's kernels need beyond the grid plan, for one input size and channel count."""
+    phase_taps: np.ndarray  # (phases,) the number of taps that read each grid phase
+    phase_tap: np.ndarray  # (phases, max_taps) those taps (padded with tap 0)
+    phase_offsets: np.ndarray  # (phases, max_taps) their offsets (padded with 0)
+    phase_pixel: np.ndarray  # (phases, positions) the input pixel at each phase position, -1 in the padding
+    phase_span: np.ndarray  # (phases, 2) the first and last + 1 positions that have an input pixel
+    row_start: np.ndarray  # (C * taps padded to ROWS,) where each weight row's grid run starts
 
 
 @functools.lru_cache(maxsize=64)
-def _phase_pixels(plan_key: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """For an ``h x w`` input: the input pixel at each position of each grid phase plane (-1 in the
-    padding), in rows of whole blocks of LANES, and the first and last + 1 positions that have one."""
-    h, w, pad_top, pad_left, sh, sw, wq, plane_size = plan_key
+def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, stride: tuple[int, int], wq: int,
+                   plane_size: int, tap_phase: tuple[int, ...], tap_offset: tuple[int, ...]) -> _BackwardPlan:
+    """The :class:`_BackwardPlan` of a ``channels x h x w`` input in a grid (the GridPlan's fields)."""
+    sh, sw = stride
+    tap_phase_array, tap_offset_array = np.array(tap_phase), np.array(tap_offset)
+    taps_of = [np.flatnonzero(tap_phase_array == phase) for phase in range(sh * sw)]
+    max_taps = max(1, max(taps.size for taps in taps_of))
+    phase_tap = np.zeros((sh * sw, max_taps), dtype=np.int64)
+    phase_offsets = np.zeros((sh * sw, max_taps), dtype=np.int64)
     positions = np.arange(padded(plane_size, LANES) + LANES)
-    pixels = np.full((sh * sw, positions.size), -1, dtype=np.int64)
-    span = np.zeros((sh * sw, 2), dtype=np.int64)
-    for phase in range(sh * sw):
+    phase_pixel = np.full((sh * sw, positions.size), -1, dtype=np.int64)
+    phase_span = np.zeros((sh * sw, 2), dtype=np.int64)
+    for phase, taps in enumerate(taps_of):
+        phase_tap[phase, :taps.size] = taps
+        phase_offsets[phase, :taps.size] = tap_offset_array[taps]
         row = positions // wq * sh + phase // sw - pad_top
         col = positions % wq * sw + phase % sw - pad_left
         inside = (row >= 0) & (row < h) & (col >= 0) & (col < w) & (positions < plane_size)
-        pixels[phase, inside] = row[inside] * w + col[inside]
+        phase_pixel[phase, inside] = row[inside] * w + col[inside]
         if inside.any():
-            span[phase] = np.flatnonzero(inside)[[0, -1]] + (0, 1)
-    return pixels, span
-
-
-def _row_starts(channels: int, plan: GridPlan) -> np.ndarray:
-    """Where the grid run of each weight row (channel c, tap t: row ``c * taps + t``) starts in a sample's
-    flattened grid, padded up to a multiple of ROWS by repeating the last row."""
-    phases = plan.stride[0] * plan.stride[1]
+            phase_span[phase] = np.flatnonzero(inside)[[0, -1]] + (0, 1)
     channel = np.arange(channels)[:, None]
-    starts = ((channel * phases + plan.tap_phase) * plan.plane_size + plan.tap_offset).reshape(-1)
-    return np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
+    starts = ((channel * sh * sw + tap_phase_array) * plane_size + tap_offset_array).reshape(-1)
+    row_start = np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
+    counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
+    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start)
+
+
+@njit(cache=True, nogil=True)
+def _pack_input_grad_weights(weight, phase_taps, phase_tap, blocks):
+    """``blocks[phase, block, o * max_taps + u, i]`` = the weight from output channel o to input channel
+    ``block * ROWS + i`` of the phase's u-th tap; zero for padded channels and the taps a phase lacks."""
+    out_channels, channels = weight.shape[0], weight.shape[1]
+    max_taps = phase_tap.shape[1]
+    blocks[:] = 0
+    for phase in range(phase_tap.shape[0]):
+        for c in range(channels):
+            for o in range(out_channels):
+                for u in range(phase_taps[phase]):
+                    blocks[phase, c // ROWS, o * max_taps + u, c % ROWS] = weight[o, c, phase_tap[phase, u]]
+
+
+def _input_grad_weights(weight: np.ndarray, plan: _BackwardPlan) -> np.ndarray:
+    """The input gradient's weights (phases, C_pad / ROWS, O * max_taps, ROWS) for ``weight`` (O, C, kh,
+    kw), packed by :func:`_pack_input_grad_weights`."""
+    out_channels, channels = weight.shape[:2]
+    phases, max_taps = plan.phase_tap.shape
+    blocks = np.empty((phases, padded(channels, ROWS) // ROWS, out_channels * max_taps, ROWS), dtype=weight.dtype)
+    _pack_input_grad_weights(weight.reshape(out_channels, channels, -1), plan.phase_taps, plan.phase_tap, blocks)
+    return blocks
 
 
 def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight: np.ndarray, plan: GridPlan,
@@ -280,16 +297,15 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     added in a fixed order."""
     n, channels = x_shape[:2]
     out_channels = weight.shape[0]
+    backward_plan = _backward_plan(channels, *x_shape[2:], plan.pad_top, plan.pad_left, plan.stride, plan.wq,
+                                   plan.plane_size, tuple(plan.tap_phase.tolist()), tuple(plan.tap_offset.tolist()))
+    phase_pixel, phase_span, row_start = backward_plan.phase_pixel, backward_plan.phase_span, backward_plan.row_start
     if needs_input_grad:
-        blocks, phase_taps, phase_offsets = _input_grad_weights(weight, plan)
-        phase_pixel, phase_span = _phase_pixels((*x_shape[2:], plan.pad_top, plan.pad_left, *plan.stride,
-                                                 plan.wq, plan.plane_size))
-    else:  # only the weight gradient: empty operands for the input gradient (the offsets give 'front')
+        blocks = _input_grad_weights(weight, backward_plan)
+    else:  # only the weight gradient: no input-gradient blocks, no dy_wide
         blocks = np.empty((0, 0, 0, ROWS), dy.dtype)
-        phase_taps, phase_offsets = np.empty(0, np.int64), plan.tap_offset.reshape(1, -1)
-        phase_pixel, phase_span = np.empty((0, 0), np.int64), np.empty((0, 2), np.int64)
+    phase_taps, phase_offsets = backward_plan.phase_taps, backward_plan.phase_offsets
     dy_wide_shape = (out_channels if needs_input_grad else 0, int(plan.tap_offset.max()) + phase_pixel.shape[1])
-    row_start = _row_starts(channels, plan)
     dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
     grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
 
