@@ -12,9 +12,8 @@ rounded up to whole blocks of ``conv_implicit.LANES`` positions, which its kerne
 ``conv_implicit.py`` computes on the runs directly. For the GEMM path, the column matrix (``OH * OW``
 columns per sample) is built by plain copies of the runs' rows (``grid_columns``) and folded back by
 plain additions (``add_grid_columns``): no index arithmetic per element, and LLVM vectorizes every
-loop. The kernels are serial and release the GIL:
-``conv.py`` runs them on its threads, each thread on its own samples, so no two threads write the same
-element.
+loop. The kernels are serial and release the GIL: ``conv.py`` runs them on its threads, each thread on
+its own samples, so no two threads write the same element.
 """
 from typing import NamedTuple
 

@@ -106,17 +106,16 @@ def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, ta
 
 @njit(fastmath=FASTMATH, nogil=True)
 def _dy_layouts(dy, wq, front, dy_wide, dy_t):
-    """One sample's ``dy`` (O, OH, OW) as ``dy_t`` (wide positions, O_pad) and, unless it is empty,
-    ``dy_wide`` (O, front zeros + wide positions), zero everywhere else."""
+    """One sample's ``dy`` (O, OH, OW) into ``dy_t`` (wide positions, O_pad) and, unless it is empty,
+    ``dy_wide`` (O, front zeros + wide positions). Every sample writes the same elements, so the
+    caller zeroes the two buffers once: the padding stays zero."""
     out_h, out_w = dy.shape[1], dy.shape[2]
-    dy_t[:] = 0
     for oh in range(out_h):  # the transpose: contiguous writes were measured fastest
         for ow in range(out_w):
             row = dy_t[oh * wq + ow]
             for o in range(dy.shape[0]):
                 row[o] = dy[o, oh, ow]
     if dy_wide.shape[0]:
-        dy_wide[:] = 0
         for o in range(dy.shape[0]):
             for oh in range(out_h):
                 target, source = dy_wide[o, front + oh * wq:], dy[o, oh]
@@ -309,17 +308,19 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
     grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
 
+    dweight_shape = (row_start.size, padded(out_channels, LANES))
+
     def samples(start: int, stop: int) -> np.ndarray:
         """These samples' input gradient (into dx) and their part of dweight, transposed (returned)."""
-        dweight_t = np.zeros((row_start.size, padded(out_channels, LANES)), dtype=dy.dtype)
-        dy_t = np.empty((plan.wide_pixel.size, dweight_t.shape[1]), dtype=dy.dtype)
-        dy_wide = np.empty(dy_wide_shape, dtype=dy.dtype)
+        dweight_t = np.zeros(dweight_shape, dtype=dy.dtype)
+        dy_t = np.zeros((plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
+        dy_wide = np.zeros(dy_wide_shape, dtype=dy.dtype)
         _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
                           phase_offsets, phase_pixel, phase_span, dx, start, stop)
         return dweight_t
 
     parts = blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
-    dweight_t = np.zeros((row_start.size, padded(out_channels, LANES)), dtype=dy.dtype) if not parts else parts[0]
+    dweight_t = np.zeros(dweight_shape, dtype=dy.dtype) if not parts else parts[0]
     for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
         dweight_t += part
     dweight = dweight_t[:channels * plan.tap_phase.size, :out_channels].T.reshape(weight.shape)
