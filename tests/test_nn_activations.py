@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tinynorm as tn
-from nn_compare import same, same_error, torch
+from nn_compare import host, leaves, same, same_error, torch
 from tinynorm.autograd import gradcheck
 
 
@@ -118,6 +118,24 @@ def test_inplace_activations_write_the_input_and_differentiate_as_torch(name, de
     assert fn(tn, plain) is plain and plain._version == version + 1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_keeps_nan_and_negative_zero_and_masks_inf_gradients_as_torch(dtype, device):
+    """NaN and -0.0 pass through relu; the gradient passes at a NaN output and is 0 at every zeroed
+    one, even where the upstream gradient is inf or NaN (PyTorch's threshold_backward)."""
+    x = np.array([np.nan, -0.0, 0.0, -1.0, 2.0, np.inf, -np.inf, -3.0], dtype)
+    upstream = np.array([1.0, 2.0, 3.0, np.inf, 5.0, np.inf, np.nan, np.nan], dtype)
+    results = []
+    for lib in (tn, torch):
+        leaf, = leaves(lib, [x], device)
+        out = lib.relu(leaf)
+        out.backward(leaves(lib, [upstream], device, requires_grad=False)[0])
+        results.append((host(out.detach()), host(leaf.grad)))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+    assert np.signbit(results[0][0][1])  # relu(-0.0) is -0.0
+
+
 def test_activation_errors_match_torch(device):
     ints = np.array([1, -2, 3])
     for name in ("silu", "leaky_relu", "elu", "softplus", "mish", "hardswish", "logsigmoid"):
@@ -127,6 +145,7 @@ def test_activation_errors_match_torch(device):
     same_error(lambda lib, t: lib.nn.functional.celu(t, alpha=0.0), X, device=device)
     same_error(lambda lib, t: lib.nn.functional.softshrink(t, -1.0), X, device=device)
     same_error(lambda lib, t: lib.nn.Softmax2d()(t), X, device=device)
+    same_error(lambda lib, t: lib.relu(t), np.array([True, False]), device=device)
     same(lambda lib, t: lib.nn.Softmax2d()(t), np.random.default_rng(2).standard_normal((2, 3, 2, 2)), device=device)
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numba
+import numpy as np
 import pytest
 
 if not numba.config.ENABLE_CUDASIM:
@@ -46,6 +47,7 @@ def test_inplace_activations(name):
 
 def test_activation_tails_prelu_and_glu():
     activations.test_float32_activations_keep_precision_in_the_tails(DEVICE)
+    activations.test_relu_keeps_nan_and_negative_zero_and_masks_inf_gradients_as_torch(np.float32, DEVICE)
     activations.test_prelu_matches_torch_per_channel_and_shared(DEVICE)
     activations.test_prelu_module_learns_its_slopes_as_torch(DEVICE)
 

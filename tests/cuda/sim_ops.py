@@ -419,6 +419,15 @@ def test_gelu_is_one_launch_each_way(launches, approximate):
     assert len(launches) == 2
 
 
+def test_relu_is_one_launch_each_way(launches):
+    """As array arithmetic the backward was a comparison and a product: two launches."""
+    x = tinynorm.tensor(randn(3, 4), device="cuda", requires_grad=True)
+    y = tinynorm.relu(x)
+    assert len(launches) == 1
+    y.backward(tinynorm.tensor(randn(3, 4, seed=1), device="cuda"))
+    assert len(launches) == 2
+
+
 def test_basic_index_gradient_is_a_fill_and_a_copy(launches):
     """The gradient of ``x[1, :2]`` (ints and slices): zeros, then one strided copy; no scatter."""
     x = tinynorm.tensor(randn(3, 4), device="cuda", requires_grad=True)

@@ -3,9 +3,9 @@ cc 9.0, and the float32 (and float16-storage) variants do no float64 arithmetic.
 
 The map kernel is built per (operation, operand kinds), strided and flat (for C-order arrays); the
 cases below cover both for every operation with array operands in float32 and float64, the
-scalar-operand variants the backend uses (``x * 2``, ``1 - x``, ``sign``, ``clip``, ``where``, fills),
-mixed inputs cast on load (bool mask times float32) and float16 storage computed in float32. Needs
-NVVM (the cuda extra), not a GPU.
+scalar-operand variants the backend uses (``x * 2``, ``1 - x``, ``sign``, ``clip``, ``where``, ``relu``,
+fills), mixed inputs cast on load (bool mask times float32) and float16 storage computed in float32.
+Needs NVVM (the cuda extra), not a GPU.
 """
 import numba
 import pytest
@@ -62,6 +62,8 @@ def _map_cases(dtype):
         ("where", dtype, [(BOOL, False), array, scalar], None),
         ("identity", dtype, [scalar], None),  # fill
         ("multiply", dtype, [array, (BOOL, False)], None),  # gradient times a mask, cast on load
+        ("relu", dtype, [array, scalar], None),
+        ("relu_backward", dtype, [array, array, scalar], None),
     ]
     for approximate in ("none", "tanh"):  # the fused GELU, its constants typed like its operands
         forward, backward = ew.gelu_functions(dtype, approximate)

@@ -168,6 +168,12 @@ class Elementwise(Protocol):
     def where(self, condition: Any, x: Any, y: Any, /) -> Array:
         """``x`` where ``condition`` holds, else ``y``, broadcast together."""
 
+    def relu(self, x: Array) -> Array:
+        """0 where ``x < 0``, else ``x`` (NaN and -0.0 pass), in one pass."""
+
+    def relu_backward(self, grad: Array, out: Array) -> Array:
+        """0 where :meth:`relu`'s output ``out <= 0``, else ``grad``, in one pass."""
+
     def gelu(self, x: Array, approximate: str = "none") -> Array:
         """GELU, ``x * Phi(x)``, exact (erf) or ``approximate='tanh'``, fused in one pass."""
 

@@ -110,6 +110,7 @@ from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_fo
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
 from ..kernels.cpu.matmul import matmul  # noqa: F401
+from ..kernels.cpu.relu import relu, relu_backward  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
     avg_pool2d_backward,
     avg_pool2d_forward,

@@ -129,14 +129,14 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
-        out = ctx.xp.maximum(x, 0)
+        out = ctx.xp.relu(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Any) -> Any:
         (out,) = ctx.saved_tensors
-        return grad * (out > 0)
+        return ctx.xp.relu_backward(grad, out)
 
 
 class Gelu(Function):
@@ -280,6 +280,8 @@ def sigmoid(x: Tensor) -> Tensor:
 
 def relu(x: Tensor) -> Tensor:
     check_tensor("relu", "input", x)
+    if x.dtype == dtypes.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(x)
 
 

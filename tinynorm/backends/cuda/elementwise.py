@@ -26,7 +26,8 @@ from .array import CudaArray, check_array
 
 __all__ = ["abs", "add", "clip", "cos", "equal", "erf", "exp", "gelu", "gelu_backward", "greater", "greater_equal",
            "less", "less_equal", "log", "logical_and", "logical_not", "logical_or", "maximum", "minimum", "multiply",
-           "negative", "not_equal", "power", "sign", "sqrt", "square", "subtract", "tanh", "true_divide", "where"]
+           "negative", "not_equal", "power", "relu", "relu_backward", "sign", "sqrt", "square", "subtract", "tanh",
+           "true_divide", "where"]
 
 Scalar = bool | int | float | np.generic
 Operand = CudaArray | Scalar
@@ -203,6 +204,20 @@ def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> CudaArray:
     result, compute = _floating(values, "gelu_backward")
     _, backward = kernels.gelu_functions(_numba_type(compute), approximate)
     return apply(backward, values, result, [compute, compute], None, "gelu_backward")
+
+
+def relu(x: Any) -> CudaArray:
+    """0 where ``x < 0``, else ``x``, in ``x``'s dtype, in one launch (NaN and -0.0 pass)."""
+    value = operand(x, "relu")
+    result, compute = _signed([value], "relu")
+    return apply(kernels.relu, [value, compute.type(0)], result, [compute, compute], None, "relu")
+
+
+def relu_backward(grad: Any, out: Any) -> CudaArray:
+    """0 where :func:`relu`'s output ``out <= 0``, else ``grad``, broadcast, in one launch."""
+    values = [operand(grad, "relu_backward"), operand(out, "relu_backward")]
+    result, compute = _arithmetic(values, "relu_backward")
+    return apply(kernels.relu_backward, [*values, compute.type(0)], result, [compute] * 3, None, "relu_backward")
 
 
 def sign(x: Any, out: CudaArray | None = None) -> CudaArray:

@@ -199,6 +199,18 @@ def where(condition, a, b):
     return a if condition else b
 
 
+@cuda.jit(device=True)
+def relu(a, zero):
+    """0 where ``a < 0``, else ``a``: NaN and -0.0 pass (PyTorch's ``clamp_min(a, 0)``)."""
+    return zero if a < zero else a
+
+
+@cuda.jit(device=True)
+def relu_backward(grad, out, zero):
+    """0 where the ReLU's output ``out <= 0``, else ``grad`` (PyTorch's ``threshold_backward``)."""
+    return zero if out <= zero else grad
+
+
 # ---------------------------------------------------------------------------------- fused GELU
 @functools.cache
 def gelu_functions(compute: types.Type, approximate: str) -> tuple[Callable, Callable]:
