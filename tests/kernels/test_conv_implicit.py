@@ -52,11 +52,19 @@ def run(case, rng, needs_input_grad=True):
     return (x, weight, bias, dy), (y, *grads)
 
 
+def force_lanes(monkeypatch, lanes):
+    """Make every product of the implicit kernels use blocks ``lanes`` wide ('auto': lanes_for's choice)."""
+    if lanes != "auto":
+        monkeypatch.setattr(conv_implicit, "lanes_for", lambda count: lanes)
+
+
+@pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", IMPLICIT_CASES)
-def test_implicit_convolution_matches_reference(case, threads, calls, monkeypatch):
+def test_implicit_convolution_matches_reference(case, threads, lanes, calls, monkeypatch):
     monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)  # share out even the smallest case
     monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
+    force_lanes(monkeypatch, lanes)
     (x, weight, bias, dy), ours = run(case, np.random.default_rng(11))
     assert calls == {"forward": 1, "backward": 1}
     ref_y, ref_backward = ref_general_conv2d(x, weight, bias, case[6], case[7], case[8], 1)
@@ -75,10 +83,12 @@ def test_implicit_convolution_matches_gemm_path(case, calls, monkeypatch):
         assert_close(a, b, np.float32)
 
 
+@pytest.mark.parametrize("lanes", [conv_implicit.NARROW_LANES, conv_implicit.LANES])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_implicit_weight_gradient_alone(threads, calls, monkeypatch):
+def test_implicit_weight_gradient_alone(threads, lanes, calls, monkeypatch):
     monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
     monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
+    force_lanes(monkeypatch, lanes)
     (x, weight, bias, dy), (y, dx, dweight, dbias) = run(IMPLICIT_CASES[1], np.random.default_rng(13),
                                                          needs_input_grad=False)
     assert dx is None and calls["backward"] == 1
@@ -156,6 +166,13 @@ def test_non_finite_values_reach_what_the_gemm_path_reaches(calls, monkeypatch):
         assert_close(np.where(finite, a, 0), np.where(finite, b, 0), np.float32)
 
 
+@pytest.mark.parametrize("count, lanes", [(80, 16), (16, 16), (48, 16), (78, 16), (64, 32), (24, 32), (224, 32),
+                                          (840, 32), (1, 16), (33, 16), (96, 32)])
+def test_narrow_blocks_where_wide_ones_would_pad_by_a_tenth_more(count, lanes):
+    """An 8x8 image's 80 wide positions and 16 output channels take blocks of 16; 64 or 840 take 32."""
+    assert conv_implicit.lanes_for(count) == lanes
+
+
 @pytest.mark.parametrize("h, w, kernel, stride, pads, dilation", [
     (1, 1, 3, 1, (1, 1, 1, 1), 1), (7, 9, 3, 2, (1, 1, 1, 1), 1), (9, 12, (3, 2), (2, 3), (2, 0, 1, 2), (2, 1)),
     (5, 40, 5, 3, (2, 2, 0, 4), 2), (8, 8, 1, 2, (1, 1, 1, 1), 1), (3, 31, 3, 1, (1, 1, 1, 1), 1),
@@ -199,21 +216,24 @@ import numba
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from test_conv_implicit import IMPLICIT_CASES, run
-from tinynorm.kernels.cpu import conv
+from tinynorm.kernels.cpu import conv, conv_implicit
 conv.MIN_MULTIPLY_ADDS_PER_THREAD = 1
-for threads in (1, 2):
-    numba.get_num_threads = lambda: threads
-    for case in IMPLICIT_CASES:
-        for needs_input_grad in (True, False):
-            run(case, np.random.default_rng(0), needs_input_grad)
+for lanes in (conv_implicit.NARROW_LANES, conv_implicit.LANES):
+    conv_implicit.lanes_for = lambda count: lanes
+    for threads in (1, 2):
+        numba.get_num_threads = lambda: threads
+        for case in IMPLICIT_CASES:
+            for needs_input_grad in (True, False):
+                run(case, np.random.default_rng(0), needs_input_grad)
 print("in bounds")
 """
 
 
 @pytest.mark.slow
 def test_kernels_stay_in_bounds(tmp_path):
-    """Every case again with Numba's bounds checks compiled in (its own cache: Numba's cache does not tell
-    checked and unchecked code apart): an out-of-range index raises instead of reading a neighbour."""
+    """Every case at both block widths again with Numba's bounds checks compiled in (its own cache:
+    Numba's cache does not tell checked and unchecked code apart): an out-of-range index raises instead
+    of reading a neighbour."""
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", BOUNDS_CHECK, str(Path(__file__).parent)], env=env,
                           capture_output=True, text=True, timeout=600)

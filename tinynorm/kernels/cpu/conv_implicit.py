@@ -41,11 +41,13 @@ from numba import njit
 
 from . import blas_pool
 from ._config import FASTMATH
-from ._stack import stack_array
+from ._stack import stack_array, width
 from .conv_grid import GridPlan, to_grid_planes
 
 ROWS = 8  # accumulator rows
 LANES = 32  # accumulator values per row: two AVX-512 registers of float32
+NARROW_LANES = 16  # one register: for lane counts that blocks of LANES would pad by more than NARROW_WASTE
+NARROW_WASTE = 0.1
 
 
 def padded(size: int, multiple: int) -> int:
@@ -53,12 +55,22 @@ def padded(size: int, multiple: int) -> int:
     return -(-size // multiple) * multiple
 
 
+def lanes_for(count: int) -> int:
+    """The block width for ``count`` lanes of work (positions, or output channels): LANES, or
+    NARROW_LANES where that computes at least NARROW_WASTE fewer padding lanes. A narrow block runs a
+    little slower per lane (half the values per broadcast) but an 8x8 image's 80 wide positions, or
+    16 output channels, fill it exactly (measured: docs/benchmarks.md)."""
+    if padded(count, NARROW_LANES) < (1 - NARROW_WASTE) * padded(count, LANES):
+        return NARROW_LANES
+    return LANES
+
+
 @njit(fastmath=FASTMATH, nogil=True)
-def _multiply_add(acc, a, b):
-    """``acc[i, j] += a[i] * b[j]`` for the ROWS x LANES block: the rows are written out so that LLVM
-    keeps ``acc`` in registers and vectorizes each row."""
+def _multiply_add(acc, a, b, lanes):
+    """``acc[i, j] += a[i] * b[j]`` for the ROWS x ``len(lanes)`` block: the rows are written out so
+    that LLVM keeps ``acc`` in registers and vectorizes each row."""
     a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
-    for j in range(LANES):
+    for j in range(len(lanes)):
         value = b[j]
         acc[0, j] += a0 * value
         acc[1, j] += a1 * value
@@ -71,23 +83,24 @@ def _multiply_add(acc, a, b):
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel):
+def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes):
     """``y[o, pixel]`` (O_pad, OH * OW) of one sample's ``grid`` (C, phases, plane).
 
     ``weight_blocks[block, c * taps + t, i]`` is the weight of output channel ``block * ROWS + i``;
-    ``wide_pixel[q]`` is the output pixel of wide position q, or -1 for a dropped one.
+    ``wide_pixel[q]`` is the output pixel of wide position q, or -1 for a dropped one (its size a
+    multiple of ``len(lanes)``).
     """
     taps = tap_phase.size
-    for q0 in range(0, wide_pixel.size, LANES):
+    for q0 in range(0, wide_pixel.size, len(lanes)):
         for block in range(weight_blocks.shape[0]):
-            acc = stack_array(ROWS, LANES, y.dtype)
+            acc = stack_array(ROWS, lanes, y.dtype)
             acc[:] = 0
             weights = weight_blocks[block]
             for c in range(grid.shape[0]):
                 for t in range(taps):
-                    _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:])
+                    _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
             first = block * ROWS
-            for j in range(LANES):
+            for j in range(len(lanes)):
                 pixel = wide_pixel[q0 + j]
                 if pixel >= 0:
                     for i in range(ROWS):
@@ -95,13 +108,14 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, start, stop):
+def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes, start,
+                     stop):
     """Samples [start, stop): each one's grid (``grid_layout``: to_grid_planes' pad_top, pad_left, sh,
     sw, wq), then its outputs while the grid is still in the cache."""
     channels = x.shape[1]
     for n in range(start, stop):
         to_grid_planes(x, grid, *grid_layout, n * channels, (n + 1) * channels)
-        _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel)
+        _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel, lanes)
 
 
 @njit(fastmath=FASTMATH, nogil=True)
@@ -124,7 +138,7 @@ def _dy_layouts(dy, wq, front, dy_wide, dy_t):
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t):
+def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t, lanes):
     """``dweight_t[k, o] +=`` the sum over the output positions q (``oh * wq + ow``, ``ow < out_w``) of
     ``grid[row_start[k] + q] * dy_t[q, o]`` for one sample's flattened ``grid``: weight row k (input
     channel, tap) against output channel o. The dropped positions are left out, not multiplied by a
@@ -132,23 +146,24 @@ def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t):
     row_values = stack_array(1, ROWS, dy_t.dtype)
     for k0 in range(0, dweight_t.shape[0], ROWS):
         starts = row_start[k0:k0 + ROWS]
-        for o0 in range(0, dweight_t.shape[1], LANES):
-            acc = stack_array(ROWS, LANES, dy_t.dtype)
+        for o0 in range(0, dweight_t.shape[1], len(lanes)):
+            acc = stack_array(ROWS, lanes, dy_t.dtype)
             for i in range(ROWS):
-                for j in range(LANES):
+                for j in range(len(lanes)):
                     acc[i, j] = dweight_t[k0 + i, o0 + j]
             for oh in range(out_h):
                 for q in range(oh * wq, oh * wq + out_w):
                     for i in range(ROWS):
                         row_values[0, i] = grid[starts[i] + q]
-                    _multiply_add(acc, row_values[0], dy_t[q, o0:])
+                    _multiply_add(acc, row_values[0], dy_t[q, o0:], lanes)
             for i in range(ROWS):
-                for j in range(LANES):
+                for j in range(len(lanes)):
                     dweight_t[k0 + i, o0 + j] = acc[i, j]
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span, dx):
+def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span, dx,
+                       lanes):
     """One sample's ``dx`` (C_pad, H * W): each position of each grid phase plane gathers the output
     positions whose taps read it, and lands on its input pixel.
 
@@ -160,17 +175,17 @@ def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front,
     """
     max_taps = phase_offsets.shape[1]
     for phase in range(phase_pixel.shape[0]):
-        for r0 in range(phase_span[phase, 0], phase_span[phase, 1], LANES):
+        for r0 in range(phase_span[phase, 0], phase_span[phase, 1], len(lanes)):
             for block in range(weight_blocks.shape[1]):
-                acc = stack_array(ROWS, LANES, dx.dtype)
+                acc = stack_array(ROWS, lanes, dx.dtype)
                 acc[:] = 0
                 weights = weight_blocks[phase, block]
                 for o in range(dy_wide.shape[0]):
                     for u in range(phase_taps[phase]):
                         shift = front - phase_offsets[phase, u] + r0
-                        _multiply_add(acc, weights[o * max_taps + u], dy_wide[o, shift:])
+                        _multiply_add(acc, weights[o * max_taps + u], dy_wide[o, shift:], lanes)
                 first = block * ROWS
-                for j in range(LANES):
+                for j in range(len(lanes)):
                     pixel = phase_pixel[phase, r0 + j]
                     if pixel >= 0:
                         for i in range(ROWS):
@@ -179,17 +194,17 @@ def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front,
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, weight_blocks, phase_taps,
-                      phase_offsets, phase_pixel, phase_span, dx, start, stop):
+                      phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, start, stop):
     """Samples [start, stop), one at a time so that its layouts of ``dy`` (one sample's ``dy_t`` and
     ``dy_wide``) stay in the cache: its part of ``dweight_t`` and, when ``dx`` is not empty, its
-    input gradient."""
+    input gradient; each product in blocks of its own width."""
     front = phase_offsets.max()
     for n in range(start, stop):
         _dy_layouts(dy[n], wq, front, dy_wide, dy_t)
-        _weight_grad_sample(grid_flat[n], row_start, dy_t, dy.shape[2], dy.shape[3], wq, dweight_t)
+        _weight_grad_sample(grid_flat[n], row_start, dy_t, dy.shape[2], dy.shape[3], wq, dweight_t, weight_lanes)
         if dx.shape[0]:
             _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span,
-                               dx[n])
+                               dx[n], input_lanes)
 
 
 # ------------------------------------------------------------ the forward and backward conv.py calls
@@ -217,10 +232,12 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarra
     y = np.empty((x.shape[0], rows, plan.per_sample), dtype=x.dtype)
 
     layout = (plan.pad_top, plan.pad_left, *plan.stride, plan.wq)
+    lanes = lanes_for(plan.out_size[0] * plan.wq)
+    wide_pixel = plan.wide_pixel[:padded(plan.out_size[0] * plan.wq, lanes)]
 
     def samples(start: int, stop: int) -> None:
-        _forward_samples(x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, plan.wide_pixel,
-                         start, stop)
+        _forward_samples(x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel,
+                         width(lanes), start, stop)
 
     blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
     return np.ascontiguousarray(y[:, :out_channels]).reshape(x.shape[0], out_channels, *plan.out_size)
@@ -308,7 +325,9 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
     grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
 
-    dweight_shape = (row_start.size, padded(out_channels, LANES))
+    weight_lanes = lanes_for(out_channels)
+    input_lanes = lanes_for(int((phase_span[:, 1] - phase_span[:, 0]).max()))
+    dweight_shape = (row_start.size, padded(out_channels, weight_lanes))
 
     def samples(start: int, stop: int) -> np.ndarray:
         """These samples' input gradient (into dx) and their part of dweight, transposed (returned)."""
@@ -316,7 +335,8 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
         dy_t = np.zeros((plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
         dy_wide = np.zeros(dy_wide_shape, dtype=dy.dtype)
         _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
-                          phase_offsets, phase_pixel, phase_span, dx, start, stop)
+                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes), width(input_lanes),
+                          start, stop)
         return dweight_t
 
     parts = blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
