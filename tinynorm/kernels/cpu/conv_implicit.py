@@ -153,8 +153,11 @@ def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t, lane
                     acc[i, j] = dweight_t[k0 + i, o0 + j]
             for oh in range(out_h):
                 for q in range(oh * wq, oh * wq + out_w):
+                    # Unsigned, like row_start: Numba checks a signed index for wrapping from the end, an
+                    # unsigned one it takes as it is, which leaves the 8 loads without their checks.
+                    position = np.uint64(q)
                     for i in range(ROWS):
-                        row_values[0, i] = grid[starts[i] + q]
+                        row_values[0, i] = grid[starts[i] + position]
                     _multiply_add(acc, row_values[0], dy_t[q, o0:], lanes)
             for i in range(ROWS):
                 for j in range(len(lanes)):
@@ -250,7 +253,7 @@ class _BackwardPlan(NamedTuple):
     phase_offsets: np.ndarray  # (phases, max_taps) their offsets (padded with 0)
     phase_pixel: np.ndarray  # (phases, positions) the input pixel at each phase position, -1 in the padding
     phase_span: np.ndarray  # (phases, 2) the first and last + 1 positions that have an input pixel
-    row_start: np.ndarray  # (C * taps padded to ROWS,) where each weight row's grid run starts
+    row_start: np.ndarray  # (C * taps padded to ROWS,) where each weight row's grid run starts (uint64)
 
 
 @functools.lru_cache(maxsize=64)
@@ -279,7 +282,7 @@ def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, s
     starts = ((channel * sh * sw + tap_phase_array) * plane_size + tap_offset_array).reshape(-1)
     row_start = np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
     counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
-    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start)
+    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start.astype(np.uint64))
 
 
 @njit(cache=True, nogil=True)
