@@ -114,6 +114,8 @@ def test_conv2d_matches_cpu_backend(rng, dtype, h, w, stride, padding, with_bias
     dx_ref, dweight_ref, dbias_ref = cpu.conv2d_backward(dy, saved_ref, x.shape, weight, stride, padding,
                                                          needs_input_grad=need_x)
     dx, dweight, dbias = backend.conv2d_backward(device(dy), cols, x.shape, device(weight), stride, padding, need_x)
+    assert backend.conv2d_backward(device(dy), cols, x.shape, device(weight), stride, padding, need_x,
+                                   needs_bias_grad=False)[2] is None
     if need_x:
         assert_close(dx, dx_ref)
     else:

@@ -161,8 +161,9 @@ def test_conv2d_without_bias_and_input_grad():
     y, saved = conv2d_forward(x, weight, None, 1, 1)
     assert_close(y, ref_conv2d(x, weight, np.zeros(4), 1, 1), np.float64)
     dy = rng.standard_normal(y.shape)
-    dx, dweight, _ = conv2d_backward(dy, saved, x.shape, weight, 1, 1, needs_input_grad=False)
-    assert dx is None
+    dx, dweight, dbias = conv2d_backward(dy, saved, x.shape, weight, 1, 1, needs_input_grad=False,
+                                         needs_bias_grad=False)
+    assert dx is None and dbias is None
     assert_close(dweight, ref_conv2d_grads(x, weight, dy, 1, 1)[1], np.float64)
 
 

@@ -426,8 +426,10 @@ class Conv(Protocol):
         """``(y, saved)``: the convolution and what :meth:`conv2d_backward` needs."""
 
     def conv2d_backward(self, dy: Array, saved: Any, x_shape: Dims, weight: Array, /, stride: Any = 1,
-                        padding: Any = 0, needs_input_grad: bool = True) -> tuple[Array | None, Array, Array]:
-        """``(dx, dweight, dbias)`` of :meth:`conv2d_forward` (``dx`` None unless ``needs_input_grad``)."""
+                        padding: Any = 0, needs_input_grad: bool = True,
+                        needs_bias_grad: bool = True) -> tuple[Array | None, Array, Array | None]:
+        """``(dx, dweight, dbias)`` of :meth:`conv2d_forward` (``dx`` None unless ``needs_input_grad``,
+        ``dbias`` None unless ``needs_bias_grad``)."""
 
     def max_pool2d_forward(self, x: Array, kernel_size: Any, stride: Any = None,
                            padding: Any = 0) -> tuple[Array, Array]:

@@ -116,8 +116,9 @@ class Conv2d(Function):
         need_x, _, need_bias = ctx.needs_input_grad[:3]
         compute = saved.dtype
         dx, dweight, dbias = ctx.xp.conv2d_backward(_cast(grad, compute), saved, ctx.x_shape, _cast(weight, compute),
-                                                    stride=ctx.stride, needs_input_grad=need_x, **ctx.options)
-        return _cast(dx, ctx.dtype), _cast(dweight, ctx.dtype), (_cast(dbias, ctx.dtype) if need_bias else None)
+                                                    stride=ctx.stride, needs_input_grad=need_x,
+                                                    needs_bias_grad=need_bias, **ctx.options)
+        return _cast(dx, ctx.dtype), _cast(dweight, ctx.dtype), _cast(dbias, ctx.dtype)
 
 
 def _check_conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int) -> None:

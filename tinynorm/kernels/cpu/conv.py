@@ -386,11 +386,12 @@ def conv2d_backward(
     groups: int = 1,
     padding_mode: str = "zeros",
     needs_input_grad: bool = True,
-) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    needs_bias_grad: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
     """Gradients of :func:`conv2d_forward` given the upstream gradient ``dy`` (N, O, OH, OW) and its ``saved``.
 
-    Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, and the caller
-    drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
+    Returns ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False, ``dbias`` (the
+    sum of ``dy`` over N, OH, OW) None when ``needs_bias_grad`` is False.
     """
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     dy = check_nchw("dy", dy)
@@ -400,7 +401,7 @@ def conv2d_backward(
     geometry = prepared.grid_geometry
     check_dy_fits(dy, saved, (x_shape[0], out_channels, *geometry.out_size))
     weights = _grouped(weight.reshape(out_channels, -1), groups)
-    dbias = dy.sum(axis=(0, 2, 3))
+    dbias = dy.sum(axis=(0, 2, 3)) if needs_bias_grad else None
     if _is_pointwise(geometry):
         dx, dweight = _pointwise_backward(dy, saved, prepared.input_shape, weights, needs_input_grad)
     else:

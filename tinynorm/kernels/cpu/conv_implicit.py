@@ -224,6 +224,12 @@ def _row_blocks(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(-1, ROWS, matrix.shape[1]).transpose(0, 2, 1))
 
 
+def _run(parts: list) -> list:
+    """The parts' results, each part on its own thread (blas_pool.run_split); a single part runs right
+    here, as these kernels call no BLAS whose thread count a split would have to set."""
+    return [parts[0]()] if len(parts) == 1 else blas_pool.run_split(parts)
+
+
 def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarray, plan: GridPlan,
             ranges: list[tuple[int, int]]) -> np.ndarray:
     """The convolution of float32 NCHW ``x`` by ``weight`` (O, C, kh, kw) plus ``bias``, each range of
@@ -242,7 +248,7 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarra
         _forward_samples(x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel,
                          width(lanes), start, stop)
 
-    blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
+    _run([functools.partial(samples, *bounds) for bounds in ranges])
     return np.ascontiguousarray(y[:, :out_channels]).reshape(x.shape[0], out_channels, *plan.out_size)
 
 
@@ -342,7 +348,7 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
                           start, stop)
         return dweight_t
 
-    parts = blas_pool.run_split([functools.partial(samples, *bounds) for bounds in ranges])
+    parts = _run([functools.partial(samples, *bounds) for bounds in ranges])
     dweight_t = np.zeros(dweight_shape, dtype=dy.dtype) if not parts else parts[0]
     for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
         dweight_t += part

@@ -266,11 +266,11 @@ def conv2d_forward(x, weight, bias=None, stride: IntPair = 1, padding: IntPair =
 
 
 def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride: IntPair = 1,
-                    padding: IntPair = 0, needs_input_grad: bool = True):
+                    padding: IntPair = 0, needs_input_grad: bool = True, needs_bias_grad: bool = True):
     """Gradients of :func:`conv2d_forward` given the upstream gradient ``dy`` (N, O, OH, OW).
 
     Returns device arrays ``(dx, dweight, dbias)``; ``dx`` is None when ``needs_input_grad`` is False,
-    and the caller drops ``dbias`` (the sum of ``dy`` over N, OH, OW) when the convolution has no bias.
+    ``dbias`` (the sum of ``dy`` over N, OH, OW) None when ``needs_bias_grad`` is False.
     """
     x_shape = _check_shape(tuple(x_shape), "x_shape")
     dy = check_nchw("dy", dy)
@@ -285,7 +285,7 @@ def conv2d_backward(dy, cols, x_shape: tuple[int, int, int, int], weight, stride
     products = _batched_gemm(dy, (out_channels * length, length, 1), cols, (rows * length, 1, length),
                              (batch, out_channels, rows), length)
     dweight = sum_batches(products).subarray(0, weight.shape)
-    dbias = channel_sums(dy_rows)
+    dbias = channel_sums(dy_rows) if needs_bias_grad else None
     dx = None
     if needs_input_grad:
         # dcols[n] = weight^T @ dy[n]: weight read transposed, and broadcast over n (batch stride 0).
