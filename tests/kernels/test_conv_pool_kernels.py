@@ -395,6 +395,11 @@ def test_kernel_larger_than_padded_input():
 ])
 def test_bad_stride(bad, error, message):
     x = np.zeros((1, 1, 6, 6), dtype=np.float32)
+    weight = np.zeros((1, 1, 3, 3), dtype=np.float32)
+    conv2d_forward(x, weight, None, 1, 0)  # the valid stride that compares equal to True and 1.0, cached
+    for stride in (bad, (bad, 1)) if not isinstance(bad, tuple) else (bad,):
+        with pytest.raises(error, match=message):
+            conv2d_forward(x, weight, None, stride, 0)
     with pytest.raises(error, match=message):
         im2col(x, 3, bad, 0)
     with pytest.raises(error, match=message):

@@ -254,8 +254,24 @@ class _Prepared(NamedTuple):
     input_shape: tuple[int, int, int, int]  # the shape the grid (or the pointwise GEMM) sees
 
 
+def _is_plain(values: tuple) -> bool:
+    """Whether every value is an int or a tuple of ints (not a bool, a list or a numpy integer)."""
+    return all(type(v) is int or (type(v) is tuple and all(type(i) is int for i in v)) for v in values)
+
+
 def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: IntPair, padding: Padding,
              dilation: IntPair, groups: int, padding_mode: str) -> _Prepared:
+    """The convolution's :class:`_Prepared` geometry, checked. Cached for plain ints and tuples of ints
+    (as the ops pass them; a few microseconds a call saved): other arguments, which could compare equal
+    to valid ones (``True == 1``), are checked afresh."""
+    arguments = (tuple(x_shape), tuple(weight_shape), stride, padding, dilation, groups, padding_mode)
+    if _is_plain(arguments[2:6]) and type(padding_mode) is str:
+        return _prepare_cached(*arguments)
+    return _prepare_checked(*arguments)
+
+
+def _prepare_checked(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: IntPair, padding: Padding,
+                     dilation: IntPair, groups: int, padding_mode: str) -> _Prepared:
     geometry = conv2d_geometry(x_shape, weight_shape, stride, padding, dilation, groups)
     if _check_mode(padding_mode) == "zeros" or geometry.padding == (0, 0, 0, 0):
         return _Prepared(geometry, geometry, tuple(x_shape))  # type: ignore[arg-type]
@@ -263,6 +279,9 @@ def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: In
     pt, pb, pl, pr = geometry.padding
     padded_shape = (x_shape[0], x_shape[1], x_shape[2] + pt + pb, x_shape[3] + pl + pr)
     return _Prepared(geometry, geometry._replace(padding=(0, 0, 0, 0)), padded_shape)
+
+
+_prepare_cached = functools.lru_cache(maxsize=256)(_prepare_checked)
 
 
 def _sample_ranges(samples: int, multiply_adds: int) -> list[tuple[int, int]]:
