@@ -1,7 +1,7 @@
 """The float32 convolution as register-blocked products read straight from the grid (an implicit GEMM).
 
-Every kernel here has one inner step, :func:`_multiply_add`: an accumulator block of ROWS x LANES
-values, kept in registers, gains ``a[i] * b[j]`` for ROWS broadcast values ``a`` and LANES contiguous
+Every kernel here has one inner step, :func:`_multiply_add`: an accumulator block of ROWS x lanes
+values, kept in registers, gains ``a[i] * b[j]`` for ROWS broadcast values ``a`` and lanes contiguous
 values ``b``. The three products of a convolution all take that form without any column matrix:
 
 - forward: rows are output channels (``a``: the weights of one input channel and tap), lanes are output
@@ -14,9 +14,11 @@ values ``b``. The three products of a convolution all take that form without any
 
 Outputs are computed on the grid's *wide* positions ``oh * wq + ow`` (``ow < wq``): the columns
 ``ow >= OW`` wrap into the next row and are dropped on output (zeros in ``dy``), and the last block of
-positions is padded up to LANES (the grid plan leaves room for it). Channel counts are padded up to a
-multiple of ROWS with zero weights (the weight gradient: rows repeating the last one, and output
-channels up to a multiple of LANES as zero columns of ``dy``), and the padded results are sliced away.
+positions is padded up to a whole block (the grid plan leaves room for one of LANES). Channel counts
+are padded up to a multiple of ROWS with zero weights (the weight gradient: rows repeating the last
+one, and output channels up to a whole block as zero columns of ``dy``), and the padded results are
+sliced away. Each product's block is LANES = 32 wide, or NARROW_LANES = 16 where that saves a tenth of
+the padding (:func:`lanes_for`): the width reaches the kernels as a tuple's length (``_stack.py``).
 The input gradient meets the zeros of ``dy`` around its output positions, so it needs finite weights
 (``0 * inf`` is NaN): conv.py takes the GEMM path for a backward with a non-finite weight.
 
