@@ -136,6 +136,12 @@ def test_relu_keeps_nan_and_negative_zero_and_masks_inf_gradients_as_torch(dtype
     assert np.signbit(results[0][0][1])  # relu(-0.0) is -0.0
 
 
+def test_relu_of_a_zero_dim_result_differentiates_through_scalar_arithmetic(device):
+    """numpy's arithmetic on a 0-d array gives a scalar: relu's backward gets one here."""
+    same(lambda lib, t: lib.relu(t.sum()) * 2 + lib.relu(t[0]) ** 2 - lib.relu(-t[1]) / 3, np.array([1.0, -2.0, 3.0]),
+         device=device)
+
+
 def test_activation_errors_match_torch(device):
     ints = np.array([1, -2, 3])
     for name in ("silu", "leaky_relu", "elu", "softplus", "mish", "hardswish", "logsigmoid"):

@@ -400,6 +400,9 @@ def test_bad_stride(bad, error, message):
     for stride in (bad, (bad, 1)) if not isinstance(bad, tuple) else (bad,):
         with pytest.raises(error, match=message):
             conv2d_forward(x, weight, None, stride, 0)
+    y, saved = conv2d_forward(x, weight, None, 1, 0)
+    with pytest.raises(TypeError, match="x_shape"):  # a float size after the same valid one, cached
+        conv2d_backward(y, saved, (1, 1, 6.0, 6), weight, 1, 0)
     with pytest.raises(error, match=message):
         im2col(x, 3, bad, 0)
     with pytest.raises(error, match=message):

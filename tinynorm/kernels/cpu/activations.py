@@ -10,17 +10,25 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._config import FASTMATH
-from ._map import map_unary
-from ._shared import FLOAT_DTYPES
+from ._shared import FLOAT_DTYPES, chunk_bounds, num_chunks, use_parallel
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _erf_range(x, out, start, stop):  # type: ignore[no-untyped-def]
     for i in range(start, stop):
         out[i] = math.erf(x[i])
+
+
+# math.erf is a scalar libm call (~10 ns an element here, the same through libm's erff or scipy) that
+# LLVM cannot vectorize, so threads are the one way to speed it up while keeping its exact results.
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _erf_parallel(x, out, chunks):  # type: ignore[no-untyped-def]
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        _erf_range(x, out, start, stop)
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -33,9 +41,11 @@ def erf(x: np.ndarray) -> np.ndarray:
         raise TypeError(f"x must be a float32 or float64 numpy.ndarray, got {getattr(x, 'dtype', type(x).__name__)}")
     x = np.ascontiguousarray(x)
     out = np.empty_like(x)
-    # math.erf is a scalar libm call (~10 ns an element here, the same through libm's erff or scipy) that
-    # LLVM cannot vectorize, so threads are the one way to speed it up while keeping its exact results.
-    map_unary(_erf_range, x.reshape(-1), out.reshape(-1))
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    if use_parallel(x.size):
+        _erf_parallel(flat_x, flat_out, num_chunks(x.size))
+    else:
+        _erf_range(flat_x, flat_out, 0, x.size)
     return out
 
 

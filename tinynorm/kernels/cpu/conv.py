@@ -99,7 +99,9 @@ def _check_shape(shape: tuple[int, ...], name: str) -> tuple[int, int, int, int]
     """Check that ``shape`` names an NCHW shape and return it as a tuple."""
     if len(shape) != 4:
         raise ValueError(f"{name} must be (N, C, H, W), got {shape}")
-    return tuple(shape)
+    if not all(isinstance(size, (int, np.integer)) and not isinstance(size, bool) for size in shape):
+        raise TypeError(f"{name} must be 4 ints (N, C, H, W), got {shape}")
+    return tuple(int(size) for size in shape)
 
 
 # ------------------------------------------------------------ geometry
@@ -255,7 +257,7 @@ class _Prepared(NamedTuple):
 
 
 def _is_plain(values: tuple) -> bool:
-    """Whether every value is an int or a tuple of ints (not a bool, a list or a numpy integer)."""
+    """Whether every value is an int or a tuple of ints (not a bool, a float, a list or a numpy integer)."""
     return all(type(v) is int or (type(v) is tuple and all(type(i) is int for i in v)) for v in values)
 
 
@@ -265,7 +267,7 @@ def _prepare(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], stride: In
     (as the ops pass them; a few microseconds a call saved): other arguments, which could compare equal
     to valid ones (``True == 1``), are checked afresh."""
     arguments = (tuple(x_shape), tuple(weight_shape), stride, padding, dilation, groups, padding_mode)
-    if _is_plain(arguments[2:6]) and type(padding_mode) is str:
+    if _is_plain(arguments[:6]) and type(padding_mode) is str:
         return _prepare_cached(*arguments)
     return _prepare_checked(*arguments)
 

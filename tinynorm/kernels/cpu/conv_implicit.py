@@ -48,7 +48,7 @@ from .conv_grid import GridPlan, to_grid_planes
 
 ROWS = 8  # accumulator rows
 LANES = 32  # accumulator values per row: two AVX-512 registers of float32
-NARROW_LANES = 16  # one register: for lane counts that blocks of LANES would pad by more than NARROW_WASTE
+NARROW_LANES = 16  # one register: where it computes under (1 - NARROW_WASTE) of the lanes LANES would
 NARROW_WASTE = 0.1
 
 
@@ -59,9 +59,10 @@ def padded(size: int, multiple: int) -> int:
 
 def lanes_for(count: int) -> int:
     """The block width for ``count`` lanes of work (positions, or output channels): LANES, or
-    NARROW_LANES where that computes at least NARROW_WASTE fewer padding lanes. A narrow block runs a
-    little slower per lane (half the values per broadcast) but an 8x8 image's 80 wide positions, or
-    16 output channels, fill it exactly (measured: docs/benchmarks.md)."""
+    NARROW_LANES where blocks of it compute under (1 - NARROW_WASTE) of the lanes (padding included)
+    that blocks of LANES would. A narrow block runs a little slower per lane (half the values per
+    broadcast) but an 8x8 image's 80 wide positions, or 16 output channels, fill it exactly
+    (measured: docs/benchmarks.md)."""
     if padded(count, NARROW_LANES) < (1 - NARROW_WASTE) * padded(count, LANES):
         return NARROW_LANES
     return LANES

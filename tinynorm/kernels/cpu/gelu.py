@@ -19,11 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._config import FASTMATH
-from ._map import map_binary, map_unary
-from ._shared import FLOAT_DTYPES
+from ._shared import FLOAT_DTYPES, chunk_bounds, num_chunks, use_parallel
 from .activations import INV_SQRT_2, INV_SQRT_2PI, SQRT_2_OVER_PI, TANH_CUBIC
 
 APPROXIMATIONS = ("none", "tanh")
@@ -106,7 +105,21 @@ def _backward_tanh(grad, x, dx, start, stop):
         dx[i] = grad[i] * (0.5 * (1 + t) + 0.5 * xi * (1 - t * t) * d_inner)
 
 
-# ------------------------------------------------------------ the wrappers
+# ------------------------------------------------------------ parallel drivers and the wrappers
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _forward_parallel(kernel, x, y, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        kernel(x, y, start, stop)
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _backward_parallel(kernel, grad, x, dx, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        kernel(grad, x, dx, start, stop)
+
+
 _FORWARD = {("none", np.float32): _forward_fast, ("none", np.float64): _forward_exact, "tanh": _forward_tanh}
 _BACKWARD = {("none", np.float32): _backward_fast, ("none", np.float64): _backward_exact, "tanh": _backward_tanh}
 
@@ -130,7 +143,11 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     data = _flat_input("x", x)
     kernel = _kernel(_FORWARD, data, approximate)
     y = np.empty_like(data)
-    map_unary(kernel, data.reshape(-1), y.reshape(-1))
+    flat_x, flat_y = data.reshape(-1), y.reshape(-1)
+    if use_parallel(data.size):
+        _forward_parallel(kernel, flat_x, flat_y, num_chunks(data.size))
+    else:
+        kernel(flat_x, flat_y, 0, data.size)
     return y.astype(x.dtype, copy=False)
 
 
@@ -142,5 +159,9 @@ def gelu_backward(grad: np.ndarray, x: np.ndarray, approximate: str = "none") ->
         raise ValueError(f"grad must have x's shape {data.shape}, got {upstream.shape}")
     kernel = _kernel(_BACKWARD, data, approximate)
     dx = np.empty_like(data)
-    map_binary(kernel, upstream.reshape(-1), data.reshape(-1), dx.reshape(-1))
+    flat = (upstream.reshape(-1), data.reshape(-1), dx.reshape(-1))
+    if use_parallel(data.size):
+        _backward_parallel(kernel, *flat, num_chunks(data.size))
+    else:
+        kernel(*flat, 0, data.size)
     return dx.astype(x.dtype, copy=False)

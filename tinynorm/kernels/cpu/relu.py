@@ -14,10 +14,9 @@ conditions. Results keep the input's memory order.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from ._map import map_binary, map_unary
-from ._shared import FLOAT_DTYPES
+from ._shared import FLOAT_DTYPES, chunk_bounds, num_chunks, use_parallel
 
 
 @njit(cache=True)
@@ -34,6 +33,22 @@ def _relu_backward_range(grad, out, dx, start, stop):
         dx[i] = 0 if out[i] <= 0 else grad[i]
 
 
+# One driver per kernel, calling it directly: a driver given the kernel as an argument is compiled
+# afresh in every process (Numba's cache key would hold the kernel's address).
+@njit(cache=True, parallel=True)
+def _relu_parallel(x, y, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, x.size)
+        _relu_range(x, y, start, stop)
+
+
+@njit(cache=True, parallel=True)
+def _relu_backward_parallel(grad, out, dx, chunks):
+    for chunk in prange(chunks):
+        start, stop = chunk_bounds(chunk, chunks, out.size)
+        _relu_backward_range(grad, out, dx, start, stop)
+
+
 def _flat(array: np.ndarray) -> np.ndarray | None:
     """``array`` as a flat view in memory order, or None when it is not contiguous or not float32/64."""
     if array.dtype not in FLOAT_DTYPES:
@@ -46,6 +61,9 @@ def _flat(array: np.ndarray) -> np.ndarray | None:
 
 
 def _check(name: str, array: object) -> np.ndarray:
+    """``array`` as an ndarray: a numpy scalar (numpy's arithmetic on 0-d arrays returns one) becomes 0-d."""
+    if isinstance(array, np.generic):
+        return np.asarray(array)
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(array).__name__}")
     return array
@@ -57,7 +75,10 @@ def relu(x: np.ndarray) -> np.ndarray:
     if flat_x is None:
         return np.where(x < 0, np.zeros((), x.dtype), x)
     y = np.empty_like(x)
-    map_unary(_relu_range, flat_x, _flat(y))
+    if use_parallel(x.size):
+        _relu_parallel(flat_x, _flat(y), num_chunks(x.size))
+    else:
+        _relu_range(flat_x, _flat(y), 0, x.size)
     return y
 
 
@@ -73,5 +94,9 @@ def relu_backward(grad: np.ndarray, out: np.ndarray) -> np.ndarray:
     # out's order first: the copy and the kernel are many times faster than numpy's where on the view.
     grad = np.asarray(grad, order="C" if out.flags.c_contiguous else "F")
     dx = np.empty_like(grad)
-    map_binary(_relu_backward_range, _flat(grad), flat_out, _flat(dx))
+    flat = (_flat(grad), flat_out, _flat(dx))
+    if use_parallel(out.size):
+        _relu_backward_parallel(*flat, num_chunks(out.size))
+    else:
+        _relu_backward_range(*flat, 0, out.size)
     return dx
