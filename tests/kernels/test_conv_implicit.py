@@ -1,5 +1,6 @@
 """The float32 register-blocked convolution (conv_implicit.py) against the float64 references and
 against the GEMM path, and which convolutions take it."""
+import functools
 import os
 import subprocess
 import sys
@@ -56,6 +57,8 @@ def force_lanes(monkeypatch, lanes):
     """Make every product of the implicit kernels use blocks ``lanes`` wide ('auto': lanes_for's choice)."""
     if lanes != "auto":
         monkeypatch.setattr(conv_implicit, "lanes_for", lambda count: lanes)
+    # A fresh cache of backward plans (they hold the input gradient's width), dropped after the test.
+    monkeypatch.setattr(conv_implicit, "_backward_plan", functools.lru_cache(conv_implicit._backward_plan.__wrapped__))
 
 
 @pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
@@ -220,6 +223,7 @@ from tinynorm.kernels.cpu import conv, conv_implicit
 conv.MIN_MULTIPLY_ADDS_PER_THREAD = 1
 for lanes in (conv_implicit.NARROW_LANES, conv_implicit.LANES):
     conv_implicit.lanes_for = lambda count: lanes
+    conv_implicit._backward_plan.cache_clear()
     for threads in (1, 2):
         numba.get_num_threads = lambda: threads
         for case in IMPLICIT_CASES:

@@ -263,6 +263,7 @@ class _BackwardPlan(NamedTuple):
     phase_pixel: np.ndarray  # (phases, positions) the input pixel at each phase position, -1 in the padding
     phase_span: np.ndarray  # (phases, 2) the first and last + 1 positions that have an input pixel
     row_start: np.ndarray  # (C * taps padded to ROWS,) where each weight row's grid run starts (uint64)
+    input_lanes: int  # the input gradient's block width, for the longest phase span
 
 
 @functools.lru_cache(maxsize=64)
@@ -291,7 +292,9 @@ def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, s
     starts = ((channel * sh * sw + tap_phase_array) * plane_size + tap_offset_array).reshape(-1)
     row_start = np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
     counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
-    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start.astype(np.uint64))
+    input_lanes = lanes_for(int((phase_span[:, 1] - phase_span[:, 0]).max()))
+    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start.astype(np.uint64),
+                         input_lanes)
 
 
 @njit(cache=True, nogil=True)
@@ -338,7 +341,6 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
 
     weight_lanes = lanes_for(out_channels)
-    input_lanes = lanes_for(int((phase_span[:, 1] - phase_span[:, 0]).max()))
     dweight_shape = (row_start.size, padded(out_channels, weight_lanes))
 
     def samples(start: int, stop: int) -> np.ndarray:
@@ -347,7 +349,7 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
         dy_t = np.zeros((plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
         dy_wide = np.zeros(dy_wide_shape, dtype=dy.dtype)
         _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
-                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes), width(input_lanes),
+                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes), width(backward_plan.input_lanes),
                           start, stop)
         return dweight_t
 
