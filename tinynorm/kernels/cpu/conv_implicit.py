@@ -349,8 +349,8 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
         dy_t = np.zeros((plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
         dy_wide = np.zeros(dy_wide_shape, dtype=dy.dtype)
         _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
-                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes), width(backward_plan.input_lanes),
-                          start, stop)
+                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes),
+                          width(backward_plan.input_lanes), start, stop)
         return dweight_t
 
     parts = _run([functools.partial(samples, *bounds) for bounds in ranges])
