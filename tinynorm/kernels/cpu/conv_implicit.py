@@ -44,6 +44,7 @@ from numba import njit
 from . import blas_pool
 from ._config import FASTMATH
 from ._stack import stack_array, width
+from ._vector_width import wide_vectors
 from .conv_grid import GridPlan, to_grid_planes
 
 ROWS = 8  # accumulator rows
@@ -72,6 +73,7 @@ def lanes_for(count: int) -> int:
 def _multiply_add(acc, a, b, lanes):
     """``acc[i, j] += a[i] * b[j]`` for the ROWS x ``len(lanes)`` block: the rows are written out so
     that LLVM keeps ``acc`` in registers and vectorizes each row."""
+    wide_vectors()
     a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
     for j in range(len(lanes)):
         value = b[j]
@@ -93,6 +95,7 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
     ``wide_pixel[q]`` is the output pixel of wide position q, or -1 for a dropped one (its size a
     multiple of ``len(lanes)``).
     """
+    wide_vectors()
     taps = tap_phase.size
     for q0 in range(0, wide_pixel.size, len(lanes)):
         for block in range(weight_blocks.shape[0]):
@@ -146,6 +149,7 @@ def _weight_grad_sample(grid, row_start, dy_t, out_h, out_w, wq, dweight_t, lane
     ``grid[row_start[k] + q] * dy_t[q, o]`` for one sample's flattened ``grid``: weight row k (input
     channel, tap) against output channel o. The dropped positions are left out, not multiplied by a
     zero: the grid holds real input values there, and an infinite one would make a NaN."""
+    wide_vectors()
     row_values = stack_array(1, ROWS, dy_t.dtype)
     for k0 in range(0, dweight_t.shape[0], ROWS):
         starts = row_start[k0:k0 + ROWS]
@@ -179,6 +183,7 @@ def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front,
     channel ``block * ROWS + i``; ``phase_pixel[phase, r]`` the input pixel at position r, or -1 in the
     padding, and ``phase_span[phase]`` the first and last + 1 positions that have one.
     """
+    wide_vectors()
     max_taps = phase_offsets.shape[1]
     for phase in range(phase_pixel.shape[0]):
         for r0 in range(phase_span[phase, 0], phase_span[phase, 1], len(lanes)):
