@@ -74,8 +74,9 @@ def variants():
         rows, values, target = array_type(numba_type, 2), array_type(numba_type, 1), array_type(I64, 1)
         dtype = np.dtype(dtype)
         softmax_cases += [
-            (f"softmax forward [{dtype}]", softmax_kernels.forward_kernel(dtype), (rows, rows, BOOL)),
-            (f"softmax backward [{dtype}]", softmax_kernels.backward_kernel(dtype), (rows, rows, rows, BOOL)),
+            (f"softmax forward [{dtype}]", softmax_kernels.forward_kernel(dtype), (rows, rows, BOOL, numba_type, I64)),
+            (f"softmax backward [{dtype}]", softmax_kernels.backward_kernel(dtype),
+             (rows, rows, rows, BOOL, numba_type, I64)),
             (f"cross-entropy forward [{dtype}]", ce_kernels.forward_kernel(dtype),
              (rows, target, I64, numba_type, numba_type, values, values)),
             (f"cross-entropy backward [{dtype}]", ce_kernels.backward_kernel(dtype),

@@ -68,6 +68,20 @@ def test_backward_matches_float64_reference(shape, dtype):
     assert_close(backend.log_softmax_backward(device(grad), log_out), g - s * g.sum(-1, keepdims=True), dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 5, 5), (3, 7), (4, 2)])  # square, more keys, more queries
+def test_scaled_causal_softmax_matches_the_cpu_backend(shape, dtype):
+    """Attention's scale and causal mask: the CPU backend's kernels are checked against float64
+    references (tests/kernels/test_softmax_kernels.py)."""
+    rng = np.random.default_rng(3)
+    x, grad = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    out = backend.softmax_forward(device(x), 0.3, causal=True)
+    expected = cpu.softmax_forward(x, 0.3, causal=True)
+    assert_close(out, expected, dtype)
+    assert_close(backend.softmax_backward(device(grad), out, 0.3, causal=True),
+                 cpu.softmax_backward(grad, expected, 0.3, causal=True), dtype)
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_matches_the_cpu_backend(name):
     rng = np.random.default_rng(2)

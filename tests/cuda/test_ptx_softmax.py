@@ -15,8 +15,8 @@ from tinynorm.kernels.cuda import cross_entropy, softmax
 @pytest.mark.parametrize("dtype, numba_type", [(np.float32, F32), (np.float64, F64_TYPE)])
 def test_softmax_kernels_compile(compile_ptx, dtype, numba_type):
     rows = array_type(numba_type, 2)
-    for kernel, signature in [(softmax.forward_kernel(np.dtype(dtype)), (rows, rows, BOOL)),
-                              (softmax.backward_kernel(np.dtype(dtype)), (rows, rows, rows, BOOL))]:
+    for kernel, signature in [(softmax.forward_kernel(np.dtype(dtype)), (rows, rows, BOOL, numba_type, I64)),
+                              (softmax.backward_kernel(np.dtype(dtype)), (rows, rows, rows, BOOL, numba_type, I64))]:
         ptx = compile_ptx(kernel, signature)
         assert ".entry" in ptx
         assert "bar.sync" in ptx  # the block reductions

@@ -119,6 +119,47 @@ def test_causal_mask_entries_get_zero_probability_and_gradient(dtype):
     assert_close(log_softmax_backward(g, log_s), ref_log_softmax_grad(x, g), dtype)
 
 
+def causal_bias(length, keys):
+    """0 where key j may be attended by query i (j <= i), -inf elsewhere: PyTorch's is_causal."""
+    return np.where(np.tril(np.ones((length, keys), bool)), 0.0, -np.inf)
+
+
+# (batch..., L, S): square, more keys than queries, more queries than keys, one row; the last is parallel
+CAUSAL_SHAPES = [(2, 3, 7, 7), (5, 4, 9), (3, 9, 4), (1, 1, 1, 5), (16, 40, 52)]
+
+
+@pytest.mark.parametrize("shape", CAUSAL_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale", [0.125, 1.0, -0.7])
+def test_scaled_causal_softmax_matches_reference(shape, dtype, scale):
+    rng = np.random.default_rng(8)
+    x, g = (3 * rng.standard_normal(shape)).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    logits = scale * x.astype(np.float64) + causal_bias(*shape[-2:])
+    s = softmax_forward(x, scale, causal=True)
+    assert_close(s, np.exp(ref_log_softmax(logits)), dtype)
+    ds = softmax_backward(g, s, scale, causal=True)
+    assert np.all(ds[..., np.isinf(causal_bias(*shape[-2:]))] == 0)
+    assert_close(ds, scale * ref_softmax_grad(logits, g), dtype)  # d(scale * x)/dx = scale
+    assert_close(softmax_forward(x, scale), np.exp(ref_log_softmax(scale * x.astype(np.float64))), dtype)
+
+
+def test_causal_mask_ignores_what_it_masks():
+    x = np.random.default_rng(9).standard_normal((2, 4, 4)).astype(np.float32)
+    spoiled = x.copy()
+    spoiled[:, 0, 1:] = [np.nan, np.inf, -np.inf]  # masked for query 0
+    np.testing.assert_array_equal(softmax_forward(spoiled, causal=True), softmax_forward(x, causal=True))
+    g = np.full_like(x, np.inf)
+    assert np.all(softmax_backward(g, softmax_forward(x, causal=True), causal=True)[:, 0, 1:] == 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_that_are_not_all_finite_follow_torch(dtype):
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.0, np.nan, 0.0], [np.inf, 1.0, 0.0], [-np.inf, 1.0, 2.0], [np.inf, np.inf, 0.0]], dtype)
+    for forward, torch_fn in ((softmax_forward, torch.softmax), (log_softmax_forward, torch.log_softmax)):
+        np.testing.assert_allclose(forward(x), torch_fn(torch.tensor(x), -1).numpy(), rtol=1e-6, equal_nan=True)
+
+
 def test_fully_masked_row_gives_nan_like_torch():
     torch = pytest.importorskip("torch")
     x = np.array([[-np.inf, -np.inf], [0.0, 1.0]], np.float32)
@@ -186,6 +227,7 @@ def test_no_recompilation_after_first_call_per_dtype():
     (lambda: log_softmax_forward(np.arange(3)), TypeError, "x must have dtype float32 or float64, got int64"),
     (lambda: softmax_backward(np.ones((2, 3)), np.ones((3, 2))), ValueError, r"grad must have shape \(3, 2\)"),
     (lambda: log_softmax_backward(np.ones(3, np.float32), np.ones(3)), TypeError, "grad must have dtype float64"),
+    (lambda: softmax_forward(np.ones(3), causal=True), ValueError, r"causal mask needs at least 2 dims .* \(3,\)"),
 ])
 def test_bad_input_raises_clear_error(call, error, message):
     with pytest.raises(error, match=message):

@@ -508,11 +508,12 @@ class Softmax(Protocol):
     """Softmax over the last dim of a 2-D array, and its backward from the output.
     CUDA: ``backends/cuda/softmax.py``."""
 
-    def softmax_forward(self, x: Array) -> Array:
-        """``exp(x - max) / sum``, row by row."""
+    def softmax_forward(self, x: Array, scale: float = 1.0, causal: bool = False) -> Array:
+        """``exp(y - max) / sum`` of ``y = scale * x``, row by row; with ``causal``, key j of query i
+        (the last two dims) only for ``j <= i``, 0 elsewhere (attention's scale and mask, fused)."""
 
-    def softmax_backward(self, grad: Array, out: Array) -> Array:
-        """``out * (grad - sum(grad * out))``, ``out`` the forward's result."""
+    def softmax_backward(self, grad: Array, out: Array, scale: float = 1.0, causal: bool = False) -> Array:
+        """``scale * out * (grad - sum(grad * out))``, 0 where masked; ``out`` the forward's result."""
 
     def log_softmax_forward(self, x: Array) -> Array:
         """``x - logsumexp(x)``, row by row."""

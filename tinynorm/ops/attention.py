@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
+from ..autograd.function import Context, Function
 from ..tensor import Tensor, on_device
 from .dropout import dropout
 from .elementwise import where
@@ -51,6 +53,44 @@ def _grouped(key: Tensor, heads: int) -> Tensor:
     return key[(Ellipsis, np.repeat(np.arange(groups), heads // groups), slice(None), slice(None))]
 
 
+class _Attention(Function):
+    """``softmax(scale * q k^T, causal) v`` for query, key and value of one batch shape and dtype."""
+    backward_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+    @staticmethod
+    def forward(ctx: Context, query: Any, key: Any, value: Any, scale: float, causal: bool) -> Any:
+        xp = ctx.xp
+        weights = xp.softmax_forward(xp.matmul(query, xp.swapaxes(key, -1, -2)), scale, causal)
+        ctx.save_for_backward(query, key, value, weights)
+        ctx.scale, ctx.causal = scale, causal
+        return xp.matmul(weights, value)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Any) -> tuple:
+        query, key, value, weights = ctx.saved_tensors
+        xp = ctx.xp
+        need_query, need_key, need_value = ctx.needs_input_grad[:3]
+        grad_value = xp.matmul(xp.swapaxes(weights, -1, -2), grad) if need_value else None
+        grad_query = grad_key = None
+        if need_query or need_key:
+            grad_weights = xp.matmul(grad, xp.swapaxes(value, -1, -2))
+            grad_scores = xp.softmax_backward(grad_weights, weights, ctx.scale, ctx.causal)
+            grad_query = xp.matmul(grad_scores, key) if need_query else None
+            grad_key = xp.matmul(xp.swapaxes(grad_scores, -1, -2), query) if need_key else None
+        return grad_query, grad_key, grad_value, None, None
+
+
+def _fusable(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float) -> bool:
+    """Whether :class:`_Attention` computes this call: no mask but the causal one, no dropout, and
+    float32/float64 operands of one batch shape, dtype and device whose sizes agree."""
+    if attn_mask is not None or dropout_p > 0 or query.ndim < 2 or not query.ndim == key.ndim == value.ndim:
+        return False
+    if not query.dtype == key.dtype == value.dtype or query.dtype not in (dtypes.float32, dtypes.float64):
+        return False
+    return (query.shape[:-2] == key.shape[:-2] == value.shape[:-2] and query.shape[-1] == key.shape[-1]
+            and key.shape[-2] == value.shape[-2] and query.device == key.device == value.device)
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
@@ -60,6 +100,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if enable_gqa and query.ndim >= 3:
         key, value = _grouped(key, query.shape[-3]), _grouped(value, query.shape[-3])
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if _fusable(query, key, value, attn_mask, dropout_p):
+        return _Attention.apply(query, key, value, factor, is_causal)
     scores = matmul(query, key.transpose(-2, -1)) * factor
     bias = _bias(attn_mask, is_causal, query, length, keys)
     if bias is None:

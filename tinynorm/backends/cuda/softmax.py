@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ...kernels.cpu.softmax import causal_queries
 from ...kernels.cuda import softmax as kernels
 from .array import CudaArray, check_array
 
@@ -29,37 +30,40 @@ def _empty_like_rows(a: CudaArray, rows) -> tuple[CudaArray, object]:
     return out, out.subarray(0, rows.shape)
 
 
-def _forward(x: CudaArray, log: bool) -> CudaArray:
-    rows = _rows("x", x)
-    out, out_rows = _empty_like_rows(x, rows)
-    (kernels.log_softmax_forward if log else kernels.softmax_forward)(rows, out_rows)
-    return out
-
-
-def _backward(grad: CudaArray, out: CudaArray, log: bool) -> CudaArray:
+def _backward(grad: CudaArray, out: CudaArray, log: bool, scale: float = 1.0, causal: bool = False) -> CudaArray:
     out_rows = _rows("out", out)
     if not isinstance(grad, CudaArray) or grad.shape != out.shape or grad.dtype != out.dtype:
         got = f"{grad.shape} {grad.dtype}" if isinstance(grad, CudaArray) else type(grad).__name__
         raise ValueError(f"grad must be a CudaArray of out's shape {out.shape} and dtype {out.dtype}, got {got}")
     dx, dx_rows = _empty_like_rows(out, out_rows)
-    backward = kernels.log_softmax_backward if log else kernels.softmax_backward
-    backward(_rows("grad", grad), out_rows, dx_rows)
+    if log:
+        kernels.log_softmax_backward(_rows("grad", grad), out_rows, dx_rows)
+    else:
+        kernels.softmax_backward(_rows("grad", grad), out_rows, dx_rows, scale, causal_queries(out.shape, causal))
     return dx
 
 
-def softmax_forward(x: CudaArray) -> CudaArray:
-    """softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``, in x's dtype and shape."""
-    return _forward(x, False)
+def softmax_forward(x: CudaArray, scale: float = 1.0, causal: bool = False) -> CudaArray:
+    """softmax of ``scale * x`` over the last axis, in x's dtype and shape; with ``causal``, key j of query
+    i (the last two axes) is kept only for ``j <= i``, the others are 0."""
+    rows = _rows("x", x)
+    out, out_rows = _empty_like_rows(x, rows)
+    kernels.softmax_forward(rows, out_rows, scale, causal_queries(x.shape, causal))
+    return out
 
 
 def log_softmax_forward(x: CudaArray) -> CudaArray:
     """log_softmax over the last axis: ``(x - max) - log(sum(exp(x - max)))``, in x's dtype and shape."""
-    return _forward(x, True)
+    rows = _rows("x", x)
+    out, out_rows = _empty_like_rows(x, rows)
+    kernels.log_softmax_forward(rows, out_rows)
+    return out
 
 
-def softmax_backward(grad: CudaArray, out: CudaArray) -> CudaArray:
-    """Gradient of :func:`softmax_forward` given its result ``out``: ``out * (grad - sum(grad * out))``."""
-    return _backward(grad, out, False)
+def softmax_backward(grad: CudaArray, out: CudaArray, scale: float = 1.0, causal: bool = False) -> CudaArray:
+    """Gradient of :func:`softmax_forward` (same ``scale`` and ``causal``) given its result ``out``:
+    ``scale * out * (grad - sum(grad * out))``, 0 where masked."""
+    return _backward(grad, out, False, scale, causal)
 
 
 def log_softmax_backward(grad: CudaArray, out: CudaArray) -> CudaArray:

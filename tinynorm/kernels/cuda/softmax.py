@@ -73,54 +73,66 @@ def row_max(buffer, x, row):
 
 @cache
 def forward_kernel(dtype: np.dtype):
-    """The forward kernel for ``dtype`` data: ``kernel(x, out, log)`` with ``log`` choosing log_softmax."""
+    """The forward kernel for ``dtype`` data: ``kernel(x, out, log, scale, queries)``, ``log`` choosing
+    log_softmax; softmax of ``scale * x`` over the first n columns of each row, n = min(row % queries + 1,
+    cols) with a causal mask (``queries`` > 0), all of them otherwise, and 0 beyond."""
     numba_type = from_dtype(dtype)
     zero = dtype.type(0)
 
     @jit
-    def kernel(x, out, log):
+    def kernel(x, out, log, scale, queries):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, cols = x.shape
         for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
-            largest = row_max(buffer, x, row)
+            n = min(row % queries + 1, cols) if queries > 0 else cols
+            largest = scale * x[row, 0]
+            for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+                largest = max(largest, scale * x[row, j])
+            largest = block_reduce(buffer, largest, True)
             total = zero
-            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
-                e = math.exp(x[row, j] - largest)
+            for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+                e = math.exp(scale * x[row, j] - largest)
                 if not log:
                     out[row, j] = e  # scaled below: each thread reads back only what it wrote
                 total += e
             total = block_reduce(buffer, total, False)
             if log:
                 lse = math.log(total)
-                for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
-                    out[row, j] = (x[row, j] - largest) - lse
+                for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+                    out[row, j] = (scale * x[row, j] - largest) - lse
             else:
-                for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+                for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
                     out[row, j] = out[row, j] / total
+            for j in range(n + cuda.threadIdx.x, cols, cuda.blockDim.x):
+                out[row, j] = zero
 
     return kernel
 
 
 @cache
 def backward_kernel(dtype: np.dtype):
-    """The backward kernel for ``dtype``: ``kernel(grad, out, dx, log)``, ``out`` the forward's result."""
+    """The backward kernel for ``dtype``: ``kernel(grad, out, dx, log, scale, queries)``, ``out`` the
+    forward's result with the same ``scale`` and ``queries``; 0 where masked."""
     numba_type = from_dtype(dtype)
     zero = dtype.type(0)
 
     @jit
-    def kernel(grad, out, dx, log):
+    def kernel(grad, out, dx, log, scale, queries):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, cols = grad.shape
         for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
+            n = min(row % queries + 1, cols) if queries > 0 else cols
             total = zero
-            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+            for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
                 total += grad[row, j] if log else grad[row, j] * out[row, j]
             total = block_reduce(buffer, total, False)
-            for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
+            for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
                 if log:
                     dx[row, j] = grad[row, j] - math.exp(out[row, j]) * total
                 else:
-                    dx[row, j] = out[row, j] * (grad[row, j] - total)
+                    dx[row, j] = scale * out[row, j] * (grad[row, j] - total)
+            for j in range(n + cuda.threadIdx.x, cols, cuda.blockDim.x):
+                dx[row, j] = zero
 
     return kernel
 
@@ -145,28 +157,31 @@ def _launch(kernel, rows: int, cols: int, *args) -> None:
         launch(kernel, grid_size(rows, 1), threads_for(cols), args)
 
 
-def _forward(x, out, log: bool):
+def _forward(x, out, log: bool, scale: float = 1.0, queries: int = 0):
     x = _check_rows("x", x)
     out = _result(out, x)
-    _launch(forward_kernel(np.dtype(x.dtype)), *x.shape, x, out, log)
+    dtype = np.dtype(x.dtype)
+    _launch(forward_kernel(dtype), *x.shape, x, out, log, dtype.type(scale), queries)
     return out
 
 
-def _backward(grad, out, log: bool, dx):
+def _backward(grad, out, log: bool, dx, scale: float = 1.0, queries: int = 0):
     out = _check_rows("out", out)
     grad = _check_rows("grad", grad)
     if grad.shape != out.shape or grad.dtype != out.dtype:
         raise ValueError(f"grad must have the shape {tuple(out.shape)} and dtype {out.dtype} of out, "
                          f"got {tuple(grad.shape)} {grad.dtype}")
     dx = _result(dx, out)
-    _launch(backward_kernel(np.dtype(out.dtype)), *out.shape, grad, out, dx, log)
+    dtype = np.dtype(out.dtype)
+    _launch(backward_kernel(dtype), *out.shape, grad, out, dx, log, dtype.type(scale), queries)
     return dx
 
 
-def softmax_forward(x, out=None):
-    """softmax of each row of ``x`` (rows, cols): ``exp(x - max) / sum(exp(x - max))``, x's dtype
-    (written into ``out`` when given)."""
-    return _forward(x, out, False)
+def softmax_forward(x, out=None, scale: float = 1.0, queries: int = 0):
+    """softmax of each row of ``scale * x`` (rows, cols): ``exp(y - max) / sum(exp(y - max))``, x's dtype
+    (written into ``out`` when given); with ``queries`` > 0, row r keeps only its first
+    ``r % queries + 1`` columns (a causal mask over (L = queries, S = cols) matrices), the rest are 0."""
+    return _forward(x, out, False, scale, queries)
 
 
 def log_softmax_forward(x, out=None):
@@ -174,9 +189,10 @@ def log_softmax_forward(x, out=None):
     return _forward(x, out, True)
 
 
-def softmax_backward(grad, out, dx=None):
-    """Gradient of :func:`softmax_forward` given its result ``out``: ``out * (grad - sum(grad * out))``."""
-    return _backward(grad, out, False, dx)
+def softmax_backward(grad, out, dx=None, scale: float = 1.0, queries: int = 0):
+    """Gradient of :func:`softmax_forward` (same ``scale`` and ``queries``) given its result ``out``:
+    ``scale * out * (grad - sum(grad * out))``, 0 where masked."""
+    return _backward(grad, out, False, dx, scale, queries)
 
 
 def log_softmax_backward(grad, out, dx=None):
