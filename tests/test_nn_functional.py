@@ -300,6 +300,43 @@ def test_scaled_dot_product_attention_shapes_and_errors_match_torch(device):
                device=device)
 
 
+FUSED_SDPA = [dict(), dict(is_causal=True), dict(is_causal=True, scale=-0.4)]
+
+
+@pytest.mark.parametrize("options", FUSED_SDPA)
+@pytest.mark.parametrize("lengths", [(3, 5), (5, 3), (4, 4)])  # more keys, more queries, square
+def test_fused_attention_gradients_match_finite_differences(options, lengths):
+    """The unmasked or causal attention is one op (scale and mask inside the softmax kernel); its
+    backward against float64 finite differences with a random upstream gradient."""
+    from tinynorm.autograd import gradcheck
+    length, keys = lengths
+    q, k, v = (tn.tensor(RNG.standard_normal(shape), requires_grad=True)
+               for shape in ((2, 3, length, 4), (2, 3, keys, 4), (2, 3, keys, 6)))
+    out = F(tn).scaled_dot_product_attention(q, k, v, **options)
+    assert out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+    assert gradcheck(lambda a, b, c: F(tn).scaled_dot_product_attention(a, b, c, **options), (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_attention_equals_the_composite_one(dtype, device):
+    """is_causal (fused) and the same mask given as a bool attn_mask (built from ops) give one result."""
+    length, keys = 6, 9
+    q, k, v = (tn.tensor(RNG.standard_normal(shape).astype(dtype), requires_grad=True, device=device)
+               for shape in ((2, length, 8), (2, keys, 8), (2, keys, 5)))
+    upstream = tn.tensor(RNG.standard_normal((2, length, 5)).astype(dtype), device=device)
+    mask = tn.tensor(np.tril(np.ones((length, keys), bool)), device=device)
+    results = []
+    for options in (dict(is_causal=True), dict(attn_mask=mask)):
+        for x in (q, k, v):
+            x.grad = None
+        out = F(tn).scaled_dot_product_attention(q, k, v, scale=0.7, **options)
+        out.backward(upstream)
+        results.append([out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()])
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    for fused, composite in zip(*results):
+        np.testing.assert_allclose(fused, composite, rtol=tolerance, atol=tolerance)
+
+
 def test_attention_dropout_drops_weights(device):
     tn.manual_seed(0)
     q = tn.tensor(RNG.standard_normal((1, 1, 64, 8)), device=device)

@@ -122,6 +122,10 @@ def test_attention(index):
     functional.test_scaled_dot_product_attention_matches_torch(index, DEVICE)
 
 
+def test_fused_attention_equals_the_composite_one():
+    functional.test_fused_attention_equals_the_composite_one(np.float32, DEVICE)
+
+
 @pytest.mark.parametrize("name", ["BatchNorm1d cumulative", "BatchNorm2d", "InstanceNorm1d", "GroupNorm"])
 def test_norm_layers_without_bias(name):
     norms.test_layers_without_bias_match_torch(name, DEVICE)
