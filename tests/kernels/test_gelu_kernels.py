@@ -1,5 +1,8 @@
 """GELU kernels against float64 references built from Python's math.erfc, and against PyTorch."""
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -71,3 +74,24 @@ def test_views_are_read_in_place_of_copies_and_bad_input_is_refused():
         gelu(x, "erf")
     with pytest.raises(ValueError, match=r"grad must have x's shape \(6, 8\), got \(6, 7\)"):
         gelu_backward(x[:, :7], x)
+
+
+CACHE_PROBE = """
+import numpy as np
+from tinynorm.kernels.cpu import _config, gelu
+_config.PARALLEL_THRESHOLD = 1
+for dtype in (np.float32, np.float64):
+    for approximate in ("none", "tanh"):
+        x = np.linspace(-4, 4, 4096).astype(dtype)
+        gelu.gelu_backward(x, gelu.gelu(x, approximate), approximate)
+print(sum(sum(driver.stats.cache_misses.values()) for driver in (gelu._forward_parallel, gelu._backward_parallel)))
+"""
+
+
+def test_parallel_drivers_load_from_the_cache_in_a_new_process(tmp_path):
+    """A driver given its kernel as an argument would be compiled afresh (and its cache index would grow)
+    in every process; the drivers take the kernel's number instead."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    assert int(runs[0].stdout) > 0 and int(runs[1].stdout) == 0, [run.stdout for run in runs]
