@@ -3,12 +3,14 @@
 A tensor type with reverse-mode autograd, PyTorch-style modules and optimizers, and normalization
 layers (BatchNorm, LayerNorm, RMSNorm, GroupNorm, InstanceNorm) on fused Numba kernels.
 """
-from . import _malloc, _openmp
+from . import _malloc, _openblas, _openmp
 
 # Before any kernel runs: tinynorm's OpenMP spin default and Numba's OpenMP layer on its own runtime, so
-# that tinynorm's speed does not depend on what the process imported before it (see _openmp.py); and
-# freed memory kept for reuse, so that large temporaries do not page-fault on every step (_malloc.py).
+# that tinynorm's speed does not depend on what the process imported before it (see _openmp.py); a short
+# spin for OpenBLAS's idle threads (_openblas.py); and freed memory kept for reuse, so that large
+# temporaries do not page-fault on every step (_malloc.py).
 _openmp.configure()
+_openblas.configure()
 _malloc.configure()
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .. import _malloc, _openmp
+from .. import _malloc, _openblas, _openmp
 
 # "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
 # one thread: with more, it adds up the time of all threads, spinning ones included.
@@ -159,6 +159,8 @@ def _blas_info() -> dict | None:
 def threading_info() -> dict:
     """The threads and OpenMP settings both libraries run with in this process."""
     info: dict[str, Any] = {"tinynorm": _openmp.threading_settings(), "blas": _blas_info(),
+                            "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
+                            "openblas_thread_timeout_set_by_tinynorm": _openblas.configured,
                             "malloc_kept_for_reuse": _malloc.configured}
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -178,6 +180,9 @@ def describe_threading(info: dict) -> str:
              f"{' (its default)' if ours['GOMP_SPINCOUNT_set_by_tinynorm'] else ''}",
              "BLAS: " + (f"{blas['internal_api']} {blas['architecture']}, {blas['num_threads']} threads" if blas
                          else "unknown (install threadpoolctl to see it)")]
+    if info.get("openblas_thread_timeout"):
+        parts[-1] += (f", idle spin 2^{info['openblas_thread_timeout']} cycles"
+                      f"{' (its default)' if info.get('openblas_thread_timeout_set_by_tinynorm') else ''}")
     if info.get("malloc_kept_for_reuse"):
         parts.append("malloc: freed memory kept for reuse (tinynorm's default, process-wide)")
     if "torch" in info:
@@ -269,7 +274,8 @@ def rerun_in_import_order(module: str, argv: Sequence[str], order: str) -> int |
     process already did (then None: go on here). Returns the child's exit status.
 
     The child gets the environment as the user set it: without the ``GOMP_SPINCOUNT`` that importing
-    tinynorm here set, which PyTorch's OpenMP runtime would otherwise read as if the user had chosen it.
+    tinynorm here set, which PyTorch's OpenMP runtime would otherwise read as if the user had chosen it
+    (nor the ``OPENBLAS_THREAD_TIMEOUT`` it set).
     """
     if not torch_installed() or _openmp.torch_imported_first == (order == "torch-first"):
         return None
@@ -278,6 +284,8 @@ def rerun_in_import_order(module: str, argv: Sequence[str], order: str) -> int |
     env = dict(os.environ)
     if _openmp.spin_set_by_tinynorm:
         env.pop("GOMP_SPINCOUNT", None)
+    if _openblas.configured:
+        env.pop("OPENBLAS_THREAD_TIMEOUT", None)
     return subprocess.run([sys.executable, "-c", code, *argv], env=env, check=False).returncode
 
 

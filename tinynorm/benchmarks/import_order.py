@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
+from .. import _openblas
 from . import common
 
 # Prints a JSON object: the CPU ms that idle threads burn in 0.2 s after a parallel kernel (median of
@@ -54,10 +55,13 @@ print(json.dumps({"idle_cpu_ms": idle_ms, "step_cpu_ms": cpu_ms, "step_wall_ms":
 
 
 def user_environment() -> dict[str, str]:
-    """This process's environment without the OpenMP settings a user did not choose (tinynorm's own)."""
+    """This process's environment without the OpenMP settings a user did not choose (tinynorm's own), nor
+    the OpenBLAS spin tinynorm set."""
     env = dict(os.environ)
     for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_NUM_THREADS"):
         env.pop(name, None)
+    if _openblas.configured:
+        env.pop("OPENBLAS_THREAD_TIMEOUT", None)
     return env
 
 

@@ -1,0 +1,54 @@
+"""Keep OpenBLAS's idle threads from spinning long beside tinynorm's parallel kernels.
+
+numpy's OpenBLAS runs a large matrix product on its own thread pool; afterwards each pool thread spins,
+waiting for the next product, for 2^28 cycles (about 0.1 s) before it sleeps. On a few cores those
+spinning threads take the cores from the Numba kernels that follow a product (a GELU right after a
+GEMM ran twice as long), and a Transformer step lost 15-20% to them (measured: docs/benchmarks.md).
+OpenBLAS reads the spin (``OPENBLAS_THREAD_TIMEOUT``, 2^N cycles) when it is loaded, which is
+usually before tinynorm is imported (by ``import numpy``). So :func:`configure`, run when tinynorm is
+imported, sets it to 2^20 cycles (a fraction of a millisecond), has OpenBLAS read its environment
+again and restarts its thread pool, so that the new spin takes effect.
+
+The setting is process-wide (numpy's products elsewhere in the process get it too). Your own choice
+takes precedence: nothing is changed when ``OPENBLAS_THREAD_TIMEOUT`` is set, and nothing happens
+when numpy's BLAS is not OpenBLAS or does not export the functions used (``openblas_read_env``,
+``blas_thread_shutdown_``, ``blas_thread_init``: internal to OpenBLAS, but exported by its builds).
+"""
+from __future__ import annotations
+
+import os
+
+THREAD_TIMEOUT = "20"  # 2^20 cycles: 0.4 ms at 2.6 GHz
+_FUNCTIONS = ("openblas_read_env", "blas_thread_shutdown_", "blas_thread_init")
+
+# Whether configure() set the spin and restarted OpenBLAS's threads.
+configured = False
+
+
+def _numpy_openblas():
+    """The ctypes handle of numpy's OpenBLAS, or None (another BLAS, or no threadpoolctl to find it)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # a dependency, but the source checkout runs without installing it
+        return None
+    for controller in ThreadpoolController().lib_controllers:
+        if controller.internal_api == "openblas" and "numpy" in controller.filepath:
+            return controller.dynlib
+    return None
+
+
+def configure() -> None:
+    """Shorten OpenBLAS's idle spin (module docstring) unless the user chose one."""
+    global configured
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return
+    import numpy  # noqa: F401  (loads numpy's OpenBLAS, if nothing did yet)
+
+    library = _numpy_openblas()
+    if library is None or not all(hasattr(library, name) for name in _FUNCTIONS):
+        return
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = THREAD_TIMEOUT
+    library.openblas_read_env()
+    library.blas_thread_shutdown_()  # the pool reads the spin when it starts
+    library.blas_thread_init()
+    configured = True
