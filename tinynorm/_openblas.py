@@ -26,14 +26,16 @@ configured = False
 
 
 def _numpy_openblas():
-    """The ctypes handle of numpy's OpenBLAS, or None (another BLAS, or no threadpoolctl to find it)."""
+    """The ctypes handle of numpy's OpenBLAS on its own threads, or None (another BLAS or threading, or
+    no threadpoolctl to find it)."""
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:  # a dependency, but the source checkout runs without installing it
         return None
     for controller in ThreadpoolController().lib_controllers:
         if controller.internal_api == "openblas" and "numpy" in controller.filepath:
-            return controller.dynlib
+            # A build on OpenMP threads has no pool of its own (its spin is OpenMP's).
+            return controller.dynlib if controller.threading_layer == "pthreads" else None
     return None
 
 
