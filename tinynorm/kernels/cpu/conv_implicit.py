@@ -23,12 +23,13 @@ The input gradient meets the zeros of ``dy`` around its output positions, so it 
 (``0 * inf`` is NaN): conv.py takes the GEMM path for a backward with a non-finite weight.
 
 Design, measured (docs/benchmarks.md): 8 x 32 float32 accumulators are 16 AVX-512 registers, which
-leaves registers for the broadcasts and loads; LLVM keeps the block in registers only when the rows are
-written out one by one (a loop over the rows became gathers and scatters). Walking positions in the
+leaves registers for the broadcasts and loads (the kernels ask LLVM for 512-bit vectors,
+``_vector_width.py``: in 256-bit ones the block spills); LLVM keeps the block in registers only when
+the rows are written out one by one (a loop over the rows became gathers and scatters). Walking positions in the
 outer loop and channel blocks in the inner one keeps a block of positions' runs in the L1 cache for
 every channel block. The forward builds each sample's grid just before its outputs, and the backward
 takes one sample at a time through its layouts of ``dy`` and both gradients, so that a sample's data
-stay in the L2 cache. On one core the forward's products run at 80-95 GFLOP/s where OpenBLAS reaches
+stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
 57-84 on the column matrices' shapes, and no column matrix is written. Compiled for AVX2 (16 vector
 registers, so the block spills) the kernels still ran ahead of the GEMM path.
 """
