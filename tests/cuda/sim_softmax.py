@@ -12,8 +12,6 @@ import pytest
 if not numba.config.ENABLE_CUDASIM:
     pytest.skip("run with NUMBA_ENABLE_CUDASIM=1 (test_cuda_simulator.py does)", allow_module_level=True)
 
-from numba import cuda
-
 from tinynorm.backends import cpu
 from tinynorm.backends.cuda import indexing as cuda_indexing
 from tinynorm.backends.cuda import losses as cuda_losses
