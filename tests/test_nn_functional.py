@@ -322,19 +322,32 @@ def test_fused_attention_equals_the_composite_one(dtype, device):
     """is_causal (fused) and the same mask given as a bool attn_mask (built from ops) give one result."""
     length, keys = 6, 9
     q, k, v = (tn.tensor(RNG.standard_normal(shape).astype(dtype), requires_grad=True, device=device)
-               for shape in ((2, length, 8), (2, keys, 8), (2, keys, 5)))
-    upstream = tn.tensor(RNG.standard_normal((2, length, 5)).astype(dtype), device=device)
+               for shape in ((2, 3, length, 8), (2, 3, keys, 8), (2, 3, keys, 5)))
+    upstream = tn.tensor(RNG.standard_normal((2, 3, length, 5)).astype(dtype), device=device)
     mask = tn.tensor(np.tril(np.ones((length, keys), bool)), device=device)
     results = []
     for options in (dict(is_causal=True), dict(attn_mask=mask)):
         for x in (q, k, v):
             x.grad = None
         out = F(tn).scaled_dot_product_attention(q, k, v, scale=0.7, **options)
+        assert (out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0") == ("is_causal" in options)
         out.backward(upstream)
         results.append([out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()])
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
     for fused, composite in zip(*results):
         np.testing.assert_allclose(fused, composite, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("shape", [(6, 8), (2, 6, 8), (2, 3, 6, 8)])
+def test_a_nan_among_masked_scores_reaches_the_rows_torch_gives_it(shape):
+    """PyTorch's fused CPU kernel (4-D inputs) never reads masked scores; its math path (fewer dims)
+    adds the mask to them, so a NaN there spreads over every row."""
+    q, k, v = RNG.standard_normal(shape), RNG.standard_normal(shape), RNG.standard_normal(shape)
+    k[..., -1, 0] = np.nan  # the last key: masked for every query but the last
+    ours = F(tn).scaled_dot_product_attention(tn.tensor(q), tn.tensor(k), tn.tensor(v), is_causal=True)
+    theirs = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v),
+                                                              is_causal=True)
+    np.testing.assert_array_equal(np.isnan(ours.numpy()), np.isnan(theirs.numpy()))
 
 
 def test_attention_dropout_drops_weights(device):

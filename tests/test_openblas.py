@@ -16,16 +16,23 @@ import pytest
 pytest.importorskip("threadpoolctl")
 
 PROBE = """
-import json, os, sys, time
+import json, os, sys, threading, time
+if sys.argv[1] == "tinynorm-first":
+    import tinynorm
 import numpy as np
 a = np.ones((512, 512))
 a @ a  # numpy's OpenBLAS loaded and its pool started with the environment's spin
-if sys.argv[1] == "tinynorm":
+stop = threading.Event()
+if sys.argv[1] == "tinynorm-beside-a-thread":  # a product may be running: no restart
+    worker = threading.Thread(target=lambda: [a @ a for _ in iter(stop.is_set, True)])
+    worker.start()
+if sys.argv[1].startswith("tinynorm"):
     import tinynorm
     from tinynorm import _openblas
     configured = _openblas.configured
 else:
     configured = None
+stop.set()
 from threadpoolctl import threadpool_info
 threads = max(p["num_threads"] for p in threadpool_info() if p["internal_api"] == "openblas")
 idle = []
@@ -46,13 +53,20 @@ def probe(what: str, **env: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_tinynorm_shortens_the_spin_of_an_openblas_already_running() -> None:
+@pytest.mark.parametrize("order", ["tinynorm", "tinynorm-first"])
+def test_tinynorm_shortens_the_spin_of_openblas(order: str) -> None:
+    """Imported after numpy (the pool restarted) or before it (OpenBLAS reads the variable itself)."""
     without = probe("numpy")
     if without["threads"] < 2 or without["idle_cpu_ms"] < 20:
         pytest.skip(f"numpy's BLAS does not spin here ({without})")
-    ours = probe("tinynorm")
+    ours = probe(order)
     assert ours["configured"] is True and ours["timeout"] == "20"
     assert ours["idle_cpu_ms"] < 5, (ours, without)
+
+
+def test_no_restart_while_another_thread_may_be_in_a_product() -> None:
+    ours = probe("tinynorm-beside-a-thread")  # a restart there could wait forever (the timeout fails it)
+    assert ours["configured"] is False and ours["timeout"] is None
 
 
 def test_a_spin_chosen_by_the_user_is_left_alone() -> None:

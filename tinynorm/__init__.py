@@ -9,8 +9,8 @@ from . import _malloc, _openblas, _openmp
 # that tinynorm's speed does not depend on what the process imported before it (see _openmp.py); a short
 # spin for OpenBLAS's idle threads (_openblas.py); and freed memory kept for reuse, so that large
 # temporaries do not page-fault on every step (_malloc.py).
+_openblas.configure()  # first: loading Numba loads numpy
 _openmp.configure()
-_openblas.configure()
 _malloc.configure()
 
 from .tensor import Tensor, as_tensor, tensor  # noqa: E402, I001  (Tensor first: everything builds on it)

@@ -183,9 +183,10 @@ def test_non_contiguous_input_matches_contiguous():
 
 
 # ---------------------------------------------------------------- determinism and compilation
-def test_parallel_path_is_bit_identical_to_serial_rows():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_parallel_path_is_bit_identical_to_serial_rows(dtype):
     rng = np.random.default_rng(6)
-    x, g = rng.standard_normal((512, 100)).astype(np.float32), rng.standard_normal((512, 100)).astype(np.float32)
+    x, g = rng.standard_normal((512, 100)).astype(dtype), rng.standard_normal((512, 100)).astype(dtype)
     assert x.size >= _config.PARALLEL_THRESHOLD > x[:4].size
     for forward, backward in ((softmax_forward, softmax_backward), (log_softmax_forward, log_softmax_backward)):
         y = forward(x)

@@ -1,4 +1,4 @@
-"""``scaled_dot_product_attention``, as ``F.scaled_dot_product_attention`` computes it (its math path):
+"""``scaled_dot_product_attention``, as ``F.scaled_dot_product_attention`` computes it:
 
     softmax(q k^T * scale + bias) v,    scale = 1 / sqrt(E) by default,
 
@@ -6,7 +6,15 @@ for query (..., L, E), key (..., S, E) and value (..., S, Ev). The bias is 0 whe
 key and -inf where it may not: ``is_causal`` forbids keys after the query (the upper triangle), a bool
 ``attn_mask`` forbids its False entries, and a float ``attn_mask`` is added as it is. A query that may
 attend no key at all gets zeros (PyTorch's safe softmax), not the NaN of softmax over -inf alone, and
-no NaN reaches the gradients either. Built from differentiable ops, so backward is autograd's.
+no NaN reaches the gradients either.
+
+Without a mask (or with only the causal one) and without dropout, 4-D (batch, heads, L, E) attention is
+one op of its own, as PyTorch's fused CPU kernel is for such calls: two batched products and the
+backend's softmax, which applies the scale and the causal mask in its pass over the scores (masked
+scores are not read, so a NaN there stays out of the result, as in PyTorch's kernel); backward is four
+products and the softmax's backward pass. That saves the passes over the (..., L, S) scores that
+scaling, masking and the safe softmax's guards take as separate ops (docs/benchmarks.md). Every other
+call is built from differentiable ops (PyTorch's math path), so its backward is autograd's.
 """
 from __future__ import annotations
 
@@ -81,9 +89,9 @@ class _Attention(Function):
 
 
 def _fusable(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float) -> bool:
-    """Whether :class:`_Attention` computes this call: no mask but the causal one, no dropout, and
+    """Whether :class:`_Attention` computes this call: no mask but the causal one, no dropout, and 4-D
     float32/float64 operands of one batch shape, dtype and device whose sizes agree."""
-    if attn_mask is not None or dropout_p > 0 or query.ndim < 2 or not query.ndim == key.ndim == value.ndim:
+    if attn_mask is not None or dropout_p > 0 or not query.ndim == key.ndim == value.ndim == 4:
         return False
     if not query.dtype == key.dtype == value.dtype or query.dtype not in (dtypes.float32, dtypes.float64):
         return False

@@ -1,8 +1,10 @@
 """softmax and log_softmax over the rows of a 2-D device array, forward and backward, on the GPU.
 
 Same semantics as :mod:`tinynorm.kernels.cpu.softmax`: every row is shifted by its maximum before
-``exp`` (no overflow, ``-inf`` entries give zeros, an all ``-inf`` row gives NaN), and with
-``s = softmax(x)`` and upstream gradient ``g``: ``softmax``: ``dx = s * (g - sum(g * s))``;
+``exp`` (no overflow, ``-inf`` entries give zeros, an all ``-inf`` row gives NaN); softmax takes
+attention's ``scale`` of the logits and a causal mask (row r keeps its first ``r % queries + 1``
+columns, the others are 0); and with ``s = softmax(scale * x)`` and upstream gradient ``g``:
+``softmax``: ``dx = scale * s * (g - sum(g * s))``;
 ``log_softmax`` (``out = log s``): ``dx = g - s * sum(g)``.
 
 One block per row (a grid-stride loop over rows): each thread walks the columns ``t, t + threads, ...``
