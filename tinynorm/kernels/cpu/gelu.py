@@ -137,7 +137,8 @@ def _backward_parallel(form, grad, x, dx, chunks):
 
 # The serial path runs through a compiled driver too, so that both paths run copies of the kernels
 # compiled alike: a kernel called from Python and its copy inside a driver loaded from Numba's cache
-# gave float64 results a rounding apart.
+# gave float64 results a rounding apart (a driver compiled afresh beside one loaded from the cache
+# still can).
 @njit(cache=True, fastmath=FASTMATH)
 def _forward_serial(form, x, y):
     if form == FAST:

@@ -138,7 +138,8 @@ def _backward_rows(grad, s, dx, scale, queries, log, start, stop):
 
 # The serial path runs through a compiled driver too, so that both paths run copies of the row kernels
 # compiled alike: a kernel called from Python and its copy inside a driver loaded from Numba's cache
-# gave float64 results a rounding apart. chunk_bounds(0, 1, rows) = (0, rows), as run-time values.
+# gave float64 results a rounding apart (a driver compiled afresh beside one loaded from the cache
+# still can). chunk_bounds(0, 1, rows) = (0, rows), as run-time values.
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _forward_serial(x, out, scale, queries, log):
     _forward_rows(x, out, scale, queries, log, *chunk_bounds(0, 1, x.shape[0]))
