@@ -30,6 +30,14 @@ def _empty_like_rows(a: CudaArray, rows) -> tuple[CudaArray, object]:
     return out, out.subarray(0, rows.shape)
 
 
+def _forward(x: CudaArray, kernel, *args) -> CudaArray:
+    """``kernel(rows, out_rows, *args)`` on ``x`` seen as rows, into a new array of its shape."""
+    rows = _rows("x", x)
+    out, out_rows = _empty_like_rows(x, rows)
+    kernel(rows, out_rows, *args)
+    return out
+
+
 def _backward(grad: CudaArray, out: CudaArray, log: bool, scale: float = 1.0, causal: bool = False) -> CudaArray:
     out_rows = _rows("out", out)
     if not isinstance(grad, CudaArray) or grad.shape != out.shape or grad.dtype != out.dtype:
@@ -46,18 +54,12 @@ def _backward(grad: CudaArray, out: CudaArray, log: bool, scale: float = 1.0, ca
 def softmax_forward(x: CudaArray, scale: float = 1.0, causal: bool = False) -> CudaArray:
     """softmax of ``scale * x`` over the last axis, in x's dtype and shape; with ``causal``, key j of query
     i (the last two axes) is kept only for ``j <= i``, the others are 0."""
-    rows = _rows("x", x)
-    out, out_rows = _empty_like_rows(x, rows)
-    kernels.softmax_forward(rows, out_rows, scale, causal_queries(x.shape, causal))
-    return out
+    return _forward(x, kernels.softmax_forward, scale, causal_queries(x.shape, causal))
 
 
 def log_softmax_forward(x: CudaArray) -> CudaArray:
     """log_softmax over the last axis: ``(x - max) - log(sum(exp(x - max)))``, in x's dtype and shape."""
-    rows = _rows("x", x)
-    out, out_rows = _empty_like_rows(x, rows)
-    kernels.log_softmax_forward(rows, out_rows)
-    return out
+    return _forward(x, kernels.log_softmax_forward)
 
 
 def softmax_backward(grad: CudaArray, out: CudaArray, scale: float = 1.0, causal: bool = False) -> CudaArray:

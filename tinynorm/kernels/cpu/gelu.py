@@ -106,57 +106,43 @@ def _backward_tanh(grad, x, dx, start, stop):
 
 
 # ------------------------------------------------------------ parallel drivers and the wrappers
-# The drivers take the kernel by number: a kernel passed as an argument is part of the driver's type,
-# which Numba cannot cache, so the driver would be compiled afresh in every process.
+# The kernels are chosen by number: a kernel passed to a driver as an argument is part of the driver's
+# type, which Numba cannot cache, so the driver would be compiled afresh in every process.
 FAST, EXACT, TANH = 0, 1, 2
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _forward_range(form, x, y, start, stop):
+    if form == FAST:
+        _forward_fast(x, y, start, stop)
+    elif form == EXACT:
+        _forward_exact(x, y, start, stop)
+    else:
+        _forward_tanh(x, y, start, stop)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _backward_range(form, grad, x, dx, start, stop):
+    if form == FAST:
+        _backward_fast(grad, x, dx, start, stop)
+    elif form == EXACT:
+        _backward_exact(grad, x, dx, start, stop)
+    else:
+        _backward_tanh(grad, x, dx, start, stop)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _forward_parallel(form, x, y, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.size)
-        if form == FAST:
-            _forward_fast(x, y, start, stop)
-        elif form == EXACT:
-            _forward_exact(x, y, start, stop)
-        else:
-            _forward_tanh(x, y, start, stop)
+        _forward_range(form, x, y, start, stop)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _backward_parallel(form, grad, x, dx, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, x.size)
-        if form == FAST:
-            _backward_fast(grad, x, dx, start, stop)
-        elif form == EXACT:
-            _backward_exact(grad, x, dx, start, stop)
-        else:
-            _backward_tanh(grad, x, dx, start, stop)
-
-
-# The serial path runs through a compiled driver too, so that both paths run copies of the kernels
-# compiled alike: a kernel called from Python and its copy inside a driver loaded from Numba's cache
-# gave float64 results a rounding apart (a driver compiled afresh beside one loaded from the cache
-# still can).
-@njit(cache=True, fastmath=FASTMATH)
-def _forward_serial(form, x, y):
-    if form == FAST:
-        _forward_fast(x, y, 0, x.size)
-    elif form == EXACT:
-        _forward_exact(x, y, 0, x.size)
-    else:
-        _forward_tanh(x, y, 0, x.size)
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _backward_serial(form, grad, x, dx):
-    if form == FAST:
-        _backward_fast(grad, x, dx, 0, x.size)
-    elif form == EXACT:
-        _backward_exact(grad, x, dx, 0, x.size)
-    else:
-        _backward_tanh(grad, x, dx, 0, x.size)
+        _backward_range(form, grad, x, dx, start, stop)
 
 
 def _form(x: np.ndarray, approximate: str) -> int:
@@ -183,7 +169,7 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if use_parallel(data.size):
         _forward_parallel(form, flat_x, flat_y, num_chunks(data.size))
     else:
-        _forward_serial(form, flat_x, flat_y)
+        _forward_range(form, flat_x, flat_y, 0, data.size)
     return y.astype(x.dtype, copy=False)
 
 
@@ -199,5 +185,5 @@ def gelu_backward(grad: np.ndarray, x: np.ndarray, approximate: str = "none") ->
     if use_parallel(data.size):
         _backward_parallel(form, *flat, num_chunks(data.size))
     else:
-        _backward_serial(form, *flat)
+        _backward_range(form, *flat, 0, data.size)
     return dx.astype(x.dtype, copy=False)

@@ -77,7 +77,7 @@ def _exact_row(dst, n, log):
             dst[j] = dst[j] / total
 
 
-@njit(fastmath=FASTMATH, error_model="numpy", nogil=True)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _forward_rows(x, out, scale, queries, log, start, stop):
     """Rows [start, stop) of ``out``: softmax (or log_softmax) of ``scale * x`` over the row's first n
     columns, n = min(row % queries + 1, columns) with a causal mask (``queries`` > 0), else all; 0 beyond."""
@@ -113,7 +113,7 @@ def _forward_rows(x, out, scale, queries, log, start, stop):
                 dst[j] = dst[j] * inverse
 
 
-@njit(fastmath=FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _backward_rows(grad, s, dx, scale, queries, log, start, stop):
     """Rows [start, stop) of the gradient, given the probabilities ``s`` (see the module docstring)."""
     wide_vectors()
@@ -134,20 +134,6 @@ def _backward_rows(grad, s, dx, scale, queries, log, start, stop):
                 dst[j] = scale * p[j] * (g[j] - total)
         for j in range(n, columns):
             dst[j] = 0
-
-
-# The serial path runs through a compiled driver too, so that both paths run copies of the row kernels
-# compiled alike: a kernel called from Python and its copy inside a driver loaded from Numba's cache
-# gave float64 results a rounding apart (a driver compiled afresh beside one loaded from the cache
-# still can). chunk_bounds(0, 1, rows) = (0, rows), as run-time values.
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _forward_serial(x, out, scale, queries, log):
-    _forward_rows(x, out, scale, queries, log, *chunk_bounds(0, 1, x.shape[0]))
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _backward_serial(grad, s, dx, scale, queries, log):
-    _backward_rows(grad, s, dx, scale, queries, log, *chunk_bounds(0, 1, grad.shape[0]))
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
@@ -192,7 +178,7 @@ def _forward(x: np.ndarray, scale: float, causal: bool, log: bool) -> np.ndarray
     if rows.size and use_parallel(rows.size):
         _forward_parallel(rows, out, scale, queries, log, num_chunks(rows.shape[0]))
     elif rows.size:
-        _forward_serial(rows, out, scale, queries, log)
+        _forward_rows(rows, out, scale, queries, log, 0, rows.shape[0])
     return out.reshape(x.shape)
 
 
@@ -207,7 +193,7 @@ def _backward(grad: np.ndarray, out: np.ndarray, scale: float, causal: bool, log
     if s.size and use_parallel(s.size):
         _backward_parallel(grad_rows, s, dx, scale, queries, log, num_chunks(s.shape[0]))
     elif s.size:
-        _backward_serial(grad_rows, s, dx, scale, queries, log)
+        _backward_rows(grad_rows, s, dx, scale, queries, log, 0, s.shape[0])
     return dx.reshape(out.shape)
 
 

@@ -32,14 +32,14 @@ def forward_kernel(dtype: np.dtype):
     """``kernel(logits, target, ignore_index, keep, smooth, losses, lse)`` for ``dtype`` logits, with
     ``keep = 1 - s`` and ``smooth = s / C`` scalars of ``dtype``."""
     numba_type = from_dtype(dtype)
-    zero = dtype.type(0)
+    zero, one = dtype.type(0), dtype.type(1)
 
     @jit
     def kernel(logits, target, ignore_index, keep, smooth, losses, lse):
         buffer = cuda.shared.array(MAX_THREADS, numba_type)
         rows, classes = logits.shape
         for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
-            largest = row_max(buffer, logits, row)
+            largest = row_max(buffer, logits, row, one, classes)
             total = zero
             shifted_sum = zero  # sum(z), for the smoothing term
             for j in range(cuda.threadIdx.x, classes, cuda.blockDim.x):

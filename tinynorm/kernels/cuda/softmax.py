@@ -64,12 +64,13 @@ def block_reduce(buffer, value, take_max):
 
 
 @cuda.jit(device=True)
-def row_max(buffer, x, row):
-    """The maximum of ``x[row]`` (``x`` 2-D), returned to every thread of the block: each thread takes the
-    columns ``t, t + threads, ...``, then :func:`block_reduce` combines them. Every thread must call it."""
-    largest = x[row, 0]
-    for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
-        largest = max(largest, x[row, j])
+def row_max(buffer, x, row, scale, n):
+    """The maximum of ``scale * x[row, :n]`` (``x`` 2-D, n >= 1), returned to every thread of the block:
+    each thread takes the columns ``t, t + threads, ...``, then :func:`block_reduce` combines them. Every
+    thread must call it."""
+    largest = scale * x[row, 0]
+    for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+        largest = max(largest, scale * x[row, j])
     return block_reduce(buffer, largest, True)
 
 
@@ -87,10 +88,7 @@ def forward_kernel(dtype: np.dtype):
         rows, cols = x.shape
         for row in range(cuda.blockIdx.x, rows, cuda.gridDim.x):
             n = min(row % queries + 1, cols) if queries > 0 else cols
-            largest = scale * x[row, 0]
-            for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
-                largest = max(largest, scale * x[row, j])
-            largest = block_reduce(buffer, largest, True)
+            largest = row_max(buffer, x, row, scale, n)
             total = zero
             for j in range(cuda.threadIdx.x, n, cuda.blockDim.x):
                 e = math.exp(scale * x[row, j] - largest)
