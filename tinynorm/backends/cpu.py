@@ -109,6 +109,7 @@ from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401
 from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_forward  # noqa: F401
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
+from ..kernels.cpu import index_add as _index_add_kernel
 from ..kernels.cpu.matmul import matmul  # noqa: F401
 from ..kernels.cpu.relu import relu, relu_backward  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
@@ -265,6 +266,8 @@ def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndar
     out = np.zeros(shape, dtype=values.dtype)
     if is_basic_index(index):
         out[index] = values  # slices and ints never select an element twice
+    elif _index_add_kernel.can_add_rows(out, index, values):
+        _index_add_kernel.index_add_rows(out, index, values)  # the same sums as np.add.at, in a compiled loop
     else:
         np.add.at(out, index, values)
     return out
