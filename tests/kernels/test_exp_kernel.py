@@ -1,9 +1,12 @@
 """exp_nonpositive (the vectorizable exp of _exp.py) against numpy's exp, in a loop LLVM vectorizes."""
+import math
+
 import numpy as np
+import pytest
 from numba import njit
 
 from tinynorm.kernels.cpu._config import FASTMATH
-from tinynorm.kernels.cpu._exp import LOWEST, exp_nonpositive
+from tinynorm.kernels.cpu._exp import LOWEST, LOWEST_FLOAT32, exp_nonpositive
 
 
 @njit(fastmath=FASTMATH)  # a caller that may reassociate, as the kernels are
@@ -29,3 +32,25 @@ def test_within_a_rounding_of_numpy_down_to_the_lowest():
 def test_zero_below_the_lowest_and_for_nan():
     v = np.array([np.nextafter(LOWEST, -np.inf), -745.0, -1e308, -np.inf, np.nan])
     np.testing.assert_array_equal(exp_of(v), 0.0)
+
+
+def test_float32_within_a_rounding_down_to_its_lowest():
+    rng = np.random.default_rng(1)
+    v = np.concatenate([-rng.exponential(3.0, 200_000), rng.uniform(LOWEST_FLOAT32, 0, 200_000),
+                        -np.abs(rng.standard_normal(1000)) * 1e-6, [0.0, -0.0, LOWEST_FLOAT32, -math.log(2) / 2]])
+    v = v.astype(np.float32)
+    ours = exp_of(v)
+    assert ours.dtype == np.float32
+    exact = np.exp(v.astype(np.float64))
+    ulps = np.abs(ours - exact) / np.spacing(exact.astype(np.float32))
+    assert ulps.max() <= 0.6  # half an ulp from the final rounding, the rest from the polynomial
+
+
+def test_float32_zero_below_its_lowest_and_for_nan():
+    v = np.array([np.nextafter(LOWEST_FLOAT32, -np.inf), -88.0, -1e30, -np.inf, np.nan], np.float32)
+    np.testing.assert_array_equal(exp_of(v), 0.0)
+
+
+def test_is_for_compiled_code_only():
+    with pytest.raises(TypeError, match="numba-compiled kernels only"):
+        exp_nonpositive(-1.0)

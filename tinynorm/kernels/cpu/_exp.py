@@ -1,47 +1,89 @@
-"""exp of a non-positive float64 without a libm call, so that LLVM vectorizes the loops calling it.
+"""exp of a non-positive float without a libm call, so that LLVM vectorizes the loops calling it.
 
 Numba turns ``math.exp`` into a scalar libm call per element, which keeps a loop from vectorizing.
 Here, as in libm: ``exp(v) = 2^k * exp(r)`` with ``k = round(v / ln 2)`` and ``|r| <= ln(2) / 2``; ``r``
 comes from ``v - k ln 2`` with ln 2 split in two parts (Cody and Waite), so that the subtraction is
-exact, ``exp(r)`` from its Taylor polynomial of degree 13 (truncation error 4e-18), and ``2^k`` from its
-bits. The result is within one rounding of the exact value for ``-708 <= v <= 0``; below, where exp is
-under float64's smallest normal number, and for NaN, it is 0. The module is compiled without
-``reassoc``: reordering the reduction would lose the low part of ln 2.
+exact, ``exp(r)`` from a polynomial, and ``2^k`` from its bits. :func:`exp_nonpositive` computes in its
+argument's type:
+
+- float64: the Taylor polynomial of degree 13 (truncation error 4e-18); within one rounding of the
+  exact value for ``-708 <= v <= 0``.
+- float32: the polynomial of Cephes' ``expf`` (Moshier), of degree 7; within 0.54 ulp of the exact
+  value for ``-87.3 <= v <= 0`` (measured on 7 million arguments): twice the lanes per vector of
+  float64, and half the terms.
+
+Below the lowest argument, where exp is under the type's smallest normal number, and for NaN, the
+result is 0. The module is compiled without ``reassoc``: reordering the reduction would lose the low
+part of ln 2.
 """
 import math
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 LOWEST = -708.0  # exp(-708) = 3.3e-308, above float64's smallest normal number, 2.2e-308
+LOWEST_FLOAT32 = np.float32(-87.33654)  # ln(2^-126): exp of it is float32's smallest normal number
 LOG2_E = 1.4426950408889634
 LN2_HIGH = 6.93147180369123816490e-01  # the leading bits of ln 2: k * LN2_HIGH is exact
 LN2_LOW = 1.90821492927058770002e-10  # ln 2 - LN2_HIGH
-EXPONENT_BIAS = 1023
-MANTISSA_BITS = 52
+LN2_HIGH_FLOAT32 = np.float32(0.693359375)  # 9 bits: exact times any k of float32's exponent range
+LN2_LOW_FLOAT32 = np.float32(-2.12194440e-4)
+EXPF_COEFFICIENTS = tuple(np.float32(c) for c in (  # Cephes expf: exp(r) = 1 + r + r^2 * P(r)
+    1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 
 
 @intrinsic
-def _float64_from_bits(typingctx, bits):
-    """The float64 whose IEEE-754 bits are the int64 ``bits`` (a bit cast, which LLVM vectorizes)."""
-    if bits != types.int64:
+def _float_from_bits(typingctx, bits, like):
+    """The float of ``like``'s type whose IEEE-754 bits are the integer ``bits`` (a bit cast, which LLVM
+    vectorizes); ``bits`` (at least 32 bits) is truncated to the float's width."""
+    if not isinstance(bits, types.Integer) or bits.bitwidth < 32 or like not in (types.float32, types.float64):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
+        integer = args[0]
+        if bits.bitwidth > like.bitwidth:
+            integer = builder.trunc(integer, ir.IntType(like.bitwidth))
+        return builder.bitcast(integer, context.get_value_type(like))
 
-    return types.float64(types.int64), codegen
+    return like(bits, like), codegen
 
 
 @njit(cache=True, fastmath={"contract"}, error_model="numpy", nogil=True)
-def exp_nonpositive(v):
-    """exp(v) for v <= 0 to within a rounding; 0 below LOWEST and for NaN (see the module docstring)."""
+def _exp_float64(v):
     w = max(v, LOWEST)
     k = math.floor(w * LOG2_E + 0.5)
     r = (w - k * LN2_HIGH) - k * LN2_LOW
     p = 1.0 + r * (1.0 + r * (1 / 2 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (1 / 720 + r * (
         1 / 5040 + r * (1 / 40320 + r * (1 / 362880 + r * (1 / 3628800 + r * (1 / 39916800 + r * (
             1 / 479001600 + r * (1 / 6227020800)))))))))))))
-    power = _float64_from_bits((np.int64(k) + EXPONENT_BIAS) << MANTISSA_BITS)  # 2^k
+    power = _float_from_bits((np.int64(k) + 1023) << 52, v)  # 2^k
     return p * power if v >= LOWEST else 0.0
+
+
+@njit(cache=True, fastmath={"contract"}, error_model="numpy", nogil=True)
+def _exp_float32(v):
+    w = max(v, LOWEST_FLOAT32)
+    k = math.floor(w * np.float32(LOG2_E) + np.float32(0.5))
+    r = (w - k * LN2_HIGH_FLOAT32) - k * LN2_LOW_FLOAT32
+    p = EXPF_COEFFICIENTS[0]
+    for c in EXPF_COEFFICIENTS[1:]:
+        p = p * r + c
+    e = p * r * r + r + np.float32(1.0)
+    power = _float_from_bits((np.int64(k) + 127) << 23, v)  # 2^k
+    return e * power if v >= LOWEST_FLOAT32 else np.float32(0.0)
+
+
+def exp_nonpositive(v):
+    """exp(v) for v <= 0 in v's type (float32 or float64), for compiled kernels (module docstring)."""
+    raise TypeError("exp_nonpositive is called from numba-compiled kernels only")
+
+
+@overload(exp_nonpositive, jit_options={"fastmath": {"contract"}, "error_model": "numpy"})
+def _exp_nonpositive_of(v):
+    if v == types.float32:
+        return lambda v: _exp_float32(v)
+    if v == types.float64:
+        return lambda v: _exp_float64(v)
+    return None

@@ -13,8 +13,8 @@ no scale or mask): ``dx = g - s * sum(g)``.
 
 Each row is one pass over memory: the row (scaled) is written to the output, where it stays in the L1
 cache for its maximum, its exponentials and their sum, and the division. The exponentials come from
-:func:`._exp.exp_nonpositive`, in float64 and within a rounding, which LLVM vectorizes where libm's exp
-is a scalar call per element. The maximum is taken over LANES columns side by side, a loop LLVM
+:func:`._exp.exp_nonpositive`, in the data's type and within a rounding, which LLVM vectorizes where
+libm's exp is a scalar call per element; their sum is taken in float64. The maximum is taken over LANES columns side by side, a loop LLVM
 vectorizes (a running maximum is a reduction it may not reorder without assuming no NaN). ``-inf``
 logits (a mask) take the fast path, whose exp gives them 0; a row with a NaN or ``+inf``, or only
 ``-inf``, is redone with libm's exp and NaN-propagating comparisons. Measured: docs/benchmarks.md.
@@ -99,13 +99,13 @@ def _forward_rows(x, out, scale, queries, log, start, stop):
         total = 0.0
         if log:
             for j in range(n):
-                total += exp_nonpositive(np.float64(dst[j] - largest))
+                total += exp_nonpositive(dst[j] - largest)
             shift = largest + np.log(total)
             for j in range(n):
                 dst[j] = dst[j] - shift
         else:
             for j in range(n):
-                e = exp_nonpositive(np.float64(dst[j] - largest))
+                e = exp_nonpositive(dst[j] - largest)
                 total += e
                 dst[j] = e
             inverse = 1.0 / total
