@@ -21,10 +21,16 @@ def test_equals_numpy_add_at_with_repeated_and_negative_ids(dtype, out_shape, id
 
 
 @pytest.mark.parametrize("bad", [5, -6, 100])
-def test_an_index_out_of_range_raises_index_error(bad):
+def test_an_index_out_of_range_raises_index_error_and_adds_nothing(bad):
     out = np.zeros((5, 2), np.float32)
     with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 5"):
         index_add_rows(out, np.array([0, bad, 1]), np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(out, 0)
+
+
+def _read_only(array):
+    array.flags.writeable = False
+    return array
 
 
 @pytest.mark.parametrize("out, ids, values", [
@@ -34,6 +40,7 @@ def test_an_index_out_of_range_raises_index_error(bad):
     (np.zeros((4, 2), np.float32), np.array([True, False, True, False]), np.ones((2, 2), np.float32)),  # a mask
     (np.zeros((4, 2), np.float32), np.array([0, 1]), np.ones((2, 3), np.float32)),  # wrong row width
     (np.zeros((2, 4), np.float32).T, np.array([0, 1]), np.ones((2, 2), np.float32)),  # not C-contiguous
+    (_read_only(np.zeros((4, 2), np.float32)), np.array([0, 1]), np.ones((2, 2), np.float32)),
     (np.zeros((4, 2), np.float32), (np.array([0, 1]), np.array([0, 1])), np.ones(2, np.float32)),  # two axes
 ])
 def test_other_arguments_are_left_to_numpy(out, ids, values):

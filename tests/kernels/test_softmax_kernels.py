@@ -100,6 +100,13 @@ def test_large_logits_do_not_overflow():
     np.testing.assert_array_equal(softmax_forward(huge), [[1, 0, 0]])
 
 
+def test_float32_probabilities_under_the_smallest_normal_are_subnormal():
+    x = np.array([[0.0, -90.0, -100.0, -95.0] + [-1.0] * 30], np.float32)
+    exact = np.exp(ref_log_softmax(x.astype(np.float64))).astype(np.float32)
+    assert (exact[0, 1:4] > 0).all() and (exact[0, 1:4] < np.finfo(np.float32).tiny).all()
+    np.testing.assert_allclose(softmax_forward(x), exact, rtol=1e-6, atol=2.0 ** -148)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_causal_mask_entries_get_zero_probability_and_gradient(dtype):
     rng = np.random.default_rng(4)

@@ -13,11 +13,12 @@ no scale or mask): ``dx = g - s * sum(g)``.
 
 Each row is one pass over memory: the row (scaled) is written to the output, where it stays in the L1
 cache for its maximum, its exponentials and their sum, and the division. The exponentials come from
-:func:`._exp.exp_nonpositive`, in the data's type and within a rounding, which LLVM vectorizes where
-libm's exp is a scalar call per element; their sum is taken in float64. The maximum is taken over LANES columns side by side, a loop LLVM
-vectorizes (a running maximum is a reduction it may not reorder without assuming no NaN). ``-inf``
-logits (a mask) take the fast path, whose exp gives them 0; a row with a NaN or ``+inf``, or only
-``-inf``, is redone with libm's exp and NaN-propagating comparisons. Measured: docs/benchmarks.md.
+:func:`._exp.exp_nonpositive`, in the data's type and within about a rounding, which LLVM vectorizes
+where libm's exp is a scalar call per element; their sum is taken in float64. The maximum is taken
+over LANES columns side by side, a loop LLVM vectorizes (a running maximum is a reduction it may not
+reorder without assuming no NaN). ``-inf`` logits (a mask) take the fast path, whose exp gives them 0;
+a row with a NaN or ``+inf``, or only ``-inf``, is redone with libm's exp and NaN-propagating
+comparisons. Measured: docs/benchmarks.md.
 """
 from __future__ import annotations
 
