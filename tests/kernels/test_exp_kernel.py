@@ -7,7 +7,7 @@ import pytest
 from numba import njit
 
 from tinynorm.kernels.cpu._config import FASTMATH
-from tinynorm.kernels.cpu._exp import LOWEST, LOWEST_FLOAT32, exp_nonpositive
+from tinynorm.kernels.cpu._exp import LOWEST, LOWEST_FLOAT32, exp_nonpositive, exp_of_sum_float32
 
 
 @njit(fastmath=FASTMATH)  # a caller that may reassociate, as the kernels are
@@ -68,3 +68,22 @@ def test_float32_zero_below_its_lowest_and_for_nan():
 def test_is_for_compiled_code_only():
     with pytest.raises(TypeError, match="numba-compiled kernels only"):
         exp_nonpositive(-1.0)
+
+
+@njit(fastmath=FASTMATH)
+def _exp_of_sums(high, low, out):
+    for i in range(high.size):
+        out[i] = exp_of_sum_float32(high[i], low[i])
+
+
+def test_float32_exp_of_a_sum_keeps_the_bits_the_sum_would_round_away():
+    rng = np.random.default_rng(2)
+    high = -rng.uniform(1, 87, 100_000).astype(np.float32)
+    low = (rng.standard_normal(100_000) * 1e-5).astype(np.float32)  # under high's last bit, mostly
+    ours = np.empty_like(high)
+    _exp_of_sums(high, low, ours)
+    exact = np.exp(high.astype(np.float64) + low.astype(np.float64))
+    ulps = np.abs(ours - exact) / np.spacing(exact.astype(np.float32))
+    assert ulps.max() <= 1.5  # exp_nonpositive's error and one more rounding, adding low
+    rounded_sum = np.exp((high + low).astype(np.float64))  # the sum rounded to float32 first
+    assert (np.abs(rounded_sum - exact) / np.spacing(exact.astype(np.float32))).max() > 10

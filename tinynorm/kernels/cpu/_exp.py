@@ -12,9 +12,11 @@ argument's type:
   of the exact value (measured on 7 million arguments in ``[-87.3, 0]``), and subnormal results, as
   libm's, down to ``-103.97``: twice the lanes per vector of float64, and half the terms.
 
-Below the lowest argument, where exp is under the type's smallest normal number, and for NaN, the
-result is 0. The module is compiled without ``reassoc``: reordering the reduction would lose the low
-part of ln 2.
+Below the lowest argument, where exp rounds to 0 (float32) or is under the smallest normal number
+(float64), and for NaN, the result is 0. :func:`exp_of_sum_float32` takes the argument in two parts.
+The module is compiled without ``reassoc``: reordering the reduction would lose the low part of ln 2;
+for the same reason callers compiled with ``reassoc`` must not inline these functions at Numba's level
+(``inline="always"``), which would compile them with the caller's flags: LLVM's own inlining keeps them.
 """
 import math
 
@@ -65,18 +67,22 @@ def _exp_float64(v):
 
 
 @njit(cache=True, fastmath={"contract"}, error_model="numpy", nogil=True)
-def _exp_float32(v):
+def exp_of_sum_float32(high, low):
+    """exp(high + low) in float32 for ``high + low <= 0``, ``|low|`` small: ``low`` joins the reduced
+    argument after the reduction, so that it keeps its bits where ``high + low`` would round them
+    away (GELU's ``exp(-x^2 / 2 + P)``); 0 below LOWEST_FLOAT32 and for NaN."""
+    v = high + low
     w = max(v, LOWEST_FLOAT32)
     k = np.floor(w * np.float32(LOG2_E) + np.float32(0.5))  # np.floor keeps float32 (math.floor gives an int)
-    r = (w - k * LN2_HIGH_FLOAT32) - k * LN2_LOW_FLOAT32
+    r = ((high - k * LN2_HIGH_FLOAT32) + low) - k * LN2_LOW_FLOAT32
     c0, c1, c2, c3, c4, c5 = EXPF_COEFFICIENTS
     e = (((((c0 * r + c1) * r + c2) * r + c3) * r + c4) * r + c5) * r * r + r + np.float32(1.0)
     # 2^k as two normal powers of 2, so that results below float32's smallest normal number come out
     # subnormal, as libm's; above it the second factor is 1.
     normal = max(np.int64(k), -126)
-    high = _float_from_bits((normal + 127) << 23, v)
-    low = _float_from_bits((np.int64(k) - normal + 127) << 23, v)
-    return (e * high) * low if v >= LOWEST_FLOAT32 else np.float32(0.0)
+    scale = _float_from_bits((normal + 127) << 23, v)
+    rest = _float_from_bits((np.int64(k) - normal + 127) << 23, v)
+    return (e * scale) * rest if v >= LOWEST_FLOAT32 else np.float32(0.0)
 
 
 def exp_nonpositive(v):
@@ -87,7 +93,7 @@ def exp_nonpositive(v):
 @overload(exp_nonpositive)
 def _exp_nonpositive_of(v):
     if v == types.float32:
-        return lambda v: _exp_float32(v)
+        return lambda v: exp_of_sum_float32(v, np.float32(0.0))
     if v == types.float64:
         return lambda v: _exp_float64(v)
     return None
