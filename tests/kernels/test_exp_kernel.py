@@ -73,13 +73,13 @@ def test_is_for_compiled_code_only():
 @njit(fastmath=FASTMATH)
 def _exp_of_sums(high, low, out):
     for i in range(high.size):
-        out[i] = exp_of_sum_float32(high[i], low[i])
+        out[i] = exp_of_sum_float32(high[i], low[i], np.float32(1.0))
 
 
 def test_float32_exp_of_a_sum_keeps_the_bits_the_sum_would_round_away():
     rng = np.random.default_rng(2)
     high = -rng.uniform(1, 87, 100_000).astype(np.float32)
-    low = (rng.standard_normal(100_000) * 1e-5).astype(np.float32)  # under high's last bit, mostly
+    low = (rng.standard_normal(100_000) * 1e-5).astype(np.float32)  # about high's last bit
     ours = np.empty_like(high)
     _exp_of_sums(high, low, ours)
     exact = np.exp(high.astype(np.float64) + low.astype(np.float64))

@@ -67,10 +67,12 @@ def _exp_float64(v):
 
 
 @njit(cache=True, fastmath={"contract"}, error_model="numpy", nogil=True)
-def exp_of_sum_float32(high, low):
-    """exp(high + low) in float32 for ``high + low <= 0``, ``|low|`` small: ``low`` joins the reduced
-    argument after the reduction, so that it keeps its bits where ``high + low`` would round them
-    away (GELU's ``exp(-x^2 / 2 + P)``); 0 below LOWEST_FLOAT32 and for NaN."""
+def exp_of_sum_float32(high, low, factor):
+    """``factor * exp(high + low)`` in float32 for ``high + low <= 0``, ``|low|`` at most a few units:
+    the reduction is taken on the sum and ``low`` joins the reduced argument after it, so that it keeps
+    its bits where ``high + low`` would round them away (GELU's ``exp(-x^2 / 2 + P)``); ``factor``
+    (of magnitude at least 1e-7, say) is applied before the power of 2, so that a product in float32's
+    normal range never passes through a subnormal. 0 below LOWEST_FLOAT32 and for NaN."""
     v = high + low
     w = max(v, LOWEST_FLOAT32)
     k = np.floor(w * np.float32(LOG2_E) + np.float32(0.5))  # np.floor keeps float32 (math.floor gives an int)
@@ -82,7 +84,7 @@ def exp_of_sum_float32(high, low):
     normal = max(np.int64(k), -126)
     scale = _float_from_bits((normal + 127) << 23, v)
     rest = _float_from_bits((np.int64(k) - normal + 127) << 23, v)
-    return (e * scale) * rest if v >= LOWEST_FLOAT32 else np.float32(0.0)
+    return ((e * factor) * scale) * rest if v >= LOWEST_FLOAT32 else np.float32(0.0)
 
 
 def exp_nonpositive(v):
@@ -93,7 +95,7 @@ def exp_nonpositive(v):
 @overload(exp_nonpositive)
 def _exp_nonpositive_of(v):
     if v == types.float32:
-        return lambda v: exp_of_sum_float32(v, np.float32(0.0))
+        return lambda v: exp_of_sum_float32(v, np.float32(-0.0), np.float32(1.0))  # x + -0.0 is x: folded
     if v == types.float64:
         return lambda v: _exp_float64(v)
     return None
