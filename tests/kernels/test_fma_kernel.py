@@ -3,7 +3,6 @@ import numpy as np
 from numba import njit
 
 from tinynorm.kernels.cpu._config import FASTMATH
-
 from tinynorm.kernels.cpu._fma import fused_multiply_add
 from tinynorm.kernels.cpu.gelu import _minus_half_square
 

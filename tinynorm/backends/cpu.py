@@ -267,7 +267,7 @@ def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndar
     if is_basic_index(index):
         out[index] = values  # slices and ints never select an element twice
     elif _index_add_kernel.can_add_rows(out, index, values):
-        _index_add_kernel.index_add_rows(out, index, values)  # the same sums as np.add.at, in a compiled loop
+        _index_add_kernel.add_accepted_rows(out, index, values)  # np.add.at's sums, in a compiled loop
     else:
         np.add.at(out, index, values)
     return out

@@ -40,9 +40,8 @@ EXPF_COEFFICIENTS = tuple(np.float32(c) for c in (  # Cephes expf: exp(r) = 1 + 
 def _float_from_bits(typingctx, bits, like):
     """The float of ``like``'s type whose IEEE-754 bits are the integer ``bits`` (a bit cast, which LLVM
     vectorizes); wider ``bits`` are truncated to the float's width."""
-    if like not in (types.float32, types.float64) or not isinstance(bits, types.Integer):
-        return None
-    if bits.bitwidth < like.bitwidth:
+    if like not in (types.float32, types.float64) or not isinstance(bits, types.Integer) \
+            or bits.bitwidth < like.bitwidth:
         return None
 
     def codegen(context, builder, signature, args):

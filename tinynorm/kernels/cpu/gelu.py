@@ -13,7 +13,8 @@ bits: ``x^2`` is split into its rounded value and that rounding's error (an fma,
 GELU(x) is then within 5e-7 relative of the exact value in both tails (at most 4.6e-7 measured, on
 every float32 in [-4, -2] among others: about 4 ulps), closer than PyTorch's float32 GELU (which has
 1e-3 relative error near x = -5), at ~1 ns an element forward (one exp) and ~1.5 ns backward (two) on
-one core, 1.6x faster than the same formula in float64. Beyond ``|x| = 15`` Phi is 0 or 1 in float32: x is clamped there.
+one core, 1.6x faster than the same formula in float64. Beyond ``|x| = 15`` Phi is 0 or 1 in float32:
+x is clamped there.
 float64 data uses libm's erfc: exact to the last bits.
 """
 from __future__ import annotations

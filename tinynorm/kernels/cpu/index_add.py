@@ -36,8 +36,8 @@ def _add_rows(out, ids, values):
 
 def can_add_rows(out: np.ndarray, ids: object, values: np.ndarray) -> bool:
     """Whether :func:`index_add_rows` can do ``np.add.at(out, ids, values)``: an integer array of ids
-    into the first axis of a writeable C-contiguous float32/float64 ``out``, values of ``out``'s dtype and of
-    shape ``ids.shape + out.shape[1:]``."""
+    into the first axis of a writeable C-contiguous float32/float64 ``out``, values of ``out``'s dtype
+    and of shape ``ids.shape + out.shape[1:]``."""
     return (isinstance(ids, np.ndarray) and ids.dtype.kind in "iu" and out.ndim >= 1 and out.dtype in FLOAT_DTYPES
             and out.flags.c_contiguous and out.flags.writeable and isinstance(values, np.ndarray)
             and values.dtype == out.dtype and values.shape == ids.shape + out.shape[1:])
@@ -50,6 +50,12 @@ def index_add_rows(out: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None
                         f"and values of shape ids.shape + out.shape[1:]; got out {out.dtype} {out.shape}, ids "
                         f"{getattr(ids, 'dtype', type(ids).__name__)} {getattr(ids, 'shape', '')}, values "
                         f"{getattr(values, 'dtype', '')} {getattr(values, 'shape', '')}")
+    add_accepted_rows(out, ids, values)
+
+
+def add_accepted_rows(out: np.ndarray, ids: np.ndarray, values: np.ndarray) -> None:
+    """:func:`index_add_rows` without its check, for a caller that has had :func:`can_add_rows` accept
+    the arguments (the backend, on every indexing op's backward)."""
     width = math.prod(out.shape[1:])
     flat_ids = ids.reshape(-1).astype(np.int64, copy=False)
     bad = _add_rows(out.reshape(out.shape[0], width), flat_ids,
