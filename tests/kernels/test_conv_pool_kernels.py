@@ -3,7 +3,7 @@ import numba
 import numpy as np
 import pytest
 
-from tinynorm.kernels.cpu import conv
+from tinynorm.kernels.cpu import conv, pool
 from tinynorm.kernels.cpu.conv import col2im, conv2d_backward, conv2d_forward, conv2d_output_size, im2col
 from tinynorm.kernels.cpu.pool import (
     avg_pool2d_backward,
@@ -336,6 +336,33 @@ def test_max_pool_propagates_nan():
     y, _ = max_pool2d_forward(x, 2)
     assert np.isnan(y[0, 0, 0, 0])
     assert np.isfinite(y[0, 0]).sum() == 3
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 6, 6), (2, 3, 9, 7), (1, 2, 3, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_2x2_path_matches_general_path(shape, dtype):
+    """The written-out 2x2 window gives the general loop's values and indices, bit for bit, on ties,
+    NaNs (the last one wins the index), infinities and odd sizes (the last row or column left out)."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-2, 3, shape).astype(dtype)  # many ties
+    x[rng.random(shape) < 0.1] = np.nan
+    x[rng.random(shape) < 0.1] = -np.inf
+    x[rng.random(shape) < 0.05] = np.inf
+    x[0, 0, :2, :2] = -np.inf  # a window of -inf only: its first element
+    x[-1, -1, :2, :2] = np.nan  # a window of NaNs only
+    out_shape = shape[:2] + (shape[2] // 2, shape[3] // 2)
+    y, argmax = np.empty(out_shape, dtype), np.empty(out_shape, np.int64)
+    general_y, general_argmax = np.empty_like(y), np.empty_like(argmax)
+    for n in range(shape[0]):
+        for c in range(shape[1]):
+            pool._max_pool_plane_2x2(x[n, c], y[n, c], argmax[n, c])
+            pool._max_pool_plane(x[n, c], general_y[n, c], general_argmax[n, c], 2, 2, 2, 2, 0, 0)
+    np.testing.assert_array_equal(y, general_y)
+    np.testing.assert_array_equal(argmax, general_argmax)
+    assert argmax[0, 0, 0, 0] == 0 and argmax[-1, -1, 0, 0] == shape[3] + 1
+    forward_y, forward_argmax = max_pool2d_forward(x, 2)
+    np.testing.assert_array_equal(forward_y, y)
+    np.testing.assert_array_equal(forward_argmax, argmax)
 
 
 @pytest.mark.parametrize("case", POOL_CASES)

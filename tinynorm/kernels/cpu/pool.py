@@ -34,6 +34,15 @@ def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
     return dy
 
 
+@njit(fastmath=FASTMATH, inline="always")
+def _keep_max(value, index, best, best_index):
+    """The running window maximum after ``value`` at ``index``: strict ">" keeps the first maximum on
+    ties; a NaN wins and propagates, as in PyTorch. Selects, not branches: a branch on random data is
+    mispredicted about half the time."""
+    take = (value > best) | np.isnan(value)
+    return (value if take else best), (index if take else best_index)
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
     h, w = x.shape
@@ -45,10 +54,26 @@ def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
             best, best_index = -np.inf, h_first * w + w_first
             for ih in range(h_first, h_stop):
                 for iw in range(w_first, w_stop):
-                    value = x[ih, iw]
-                    # Strict ">" keeps the first maximum on ties; a NaN wins and propagates, as in PyTorch.
-                    if value > best or np.isnan(value):
-                        best, best_index = value, ih * w + iw
+                    best, best_index = _keep_max(x[ih, iw], ih * w + iw, best, best_index)
+            y[oh, ow] = best
+            argmax[oh, ow] = best_index
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _max_pool_plane_2x2(x, y, argmax):
+    """:func:`_max_pool_plane` for the common 2x2 window, stride 2, no padding: with the window's four
+    elements written out, the loop over windows runs 2.5-4x faster than the general one (measured:
+    docs/benchmarks.md)."""
+    w = x.shape[1]
+    for oh in range(y.shape[0]):
+        top, bottom = x[2 * oh], x[2 * oh + 1]
+        top_start, bottom_start = 2 * oh * w, (2 * oh + 1) * w
+        for ow in range(y.shape[1]):
+            left = 2 * ow
+            best, best_index = top[left], top_start + left
+            best, best_index = _keep_max(top[left + 1], top_start + left + 1, best, best_index)
+            best, best_index = _keep_max(bottom[left], bottom_start + left, best, best_index)
+            best, best_index = _keep_max(bottom[left + 1], bottom_start + left + 1, best, best_index)
             y[oh, ow] = best
             argmax[oh, ow] = best_index
 
@@ -99,11 +124,19 @@ def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
     if parallel:
         for plane in prange(x.shape[0] * n_channels):
             n, c = plane // n_channels, plane % n_channels
-            _max_pool_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
+            _max_pool_any_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
     else:
         for plane in range(x.shape[0] * n_channels):
             n, c = plane // n_channels, plane % n_channels
-            _max_pool_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
+            _max_pool_any_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _max_pool_any_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
+    if kh == kw == sh == sw == 2 and ph == pw == 0:
+        _max_pool_plane_2x2(x, y, argmax)
+    else:
+        _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
