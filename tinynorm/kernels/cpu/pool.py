@@ -37,8 +37,7 @@ def _check_grad(dy: np.ndarray, expected: tuple[int, ...]) -> np.ndarray:
 @njit(fastmath=FASTMATH, inline="always")
 def _keep_max(value, index, best, best_index):
     """The running window maximum after ``value`` at ``index``: strict ">" keeps the first maximum on
-    ties; a NaN wins and propagates, as in PyTorch. Selects, not branches: a branch on random data is
-    mispredicted about half the time."""
+    ties; a NaN wins and propagates, as in PyTorch."""
     take = (value > best) | np.isnan(value)
     return (value if take else best), (index if take else best_index)
 
@@ -62,8 +61,8 @@ def _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
 @njit(cache=True, fastmath=FASTMATH)
 def _max_pool_plane_2x2(x, y, argmax):
     """:func:`_max_pool_plane` for the common 2x2 window, stride 2, no padding: with the window's four
-    elements written out, the loop over windows runs 2.5-4x faster than the general one (measured:
-    docs/benchmarks.md)."""
+    elements written out, the loop over windows runs 2-3x faster than the general one, whose loops
+    over two rows and two columns are too short to run fast (measured: docs/benchmarks.md)."""
     w = x.shape[1]
     for oh in range(y.shape[0]):
         top, bottom = x[2 * oh], x[2 * oh + 1]
