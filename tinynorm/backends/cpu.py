@@ -187,6 +187,10 @@ def data_pointer(a: np.ndarray) -> int:
 
 
 def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001
+    """numpy's sum; a float matrix's column sums (a Linear layer's bias gradient) as the product
+    ``ones @ a``, one BLAS call 2-3x faster than numpy's reduction over rows (docs/benchmarks.md)."""
+    if axis == 0 and not keepdims and a.ndim == 2 and a.dtype in (np.float32, np.float64):
+        return np.ones(a.shape[0], a.dtype) @ a
     return np.asarray(np.sum(a, axis=axis, keepdims=keepdims))
 
 
