@@ -390,6 +390,24 @@ def test_pools_match_torch(case):
     assert_close(avg_pool2d_backward(dy, x.shape, kernel_size, stride, padding), tx.grad.numpy(), np.float32)
 
 
+@pytest.mark.parametrize("padding", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_2x2_special_values_match_torch(dtype, padding):
+    """Ties, signed zeros, NaN and infinities in every 2x2 window of values and indices, against PyTorch:
+    padding 0 takes the written-out window, padding 1 the general loop."""
+    torch = pytest.importorskip("torch")
+    special = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], dtype=dtype)
+    windows = np.stack(np.meshgrid(*[np.arange(special.size)] * 4, indexing="ij"), -1).reshape(-1, 4)
+    planes = special[windows].reshape(-1, 1, 2, 2)  # every combination of four specials as one 2x2 plane
+    tiled = planes.reshape(49, 49, 2, 2).transpose(0, 2, 1, 3).reshape(1, 1, 98, 98)  # and side by side
+    for x in (planes, tiled):
+        y, argmax = max_pool2d_forward(x, 2, 2, padding)
+        ty, tindices = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 2, padding, return_indices=True)
+        np.testing.assert_array_equal(y, ty.numpy())
+        assert np.array_equal(np.signbit(y), np.signbit(ty.numpy()))
+        np.testing.assert_array_equal(argmax, tindices.numpy())
+
+
 # ---------- clear errors ----------
 
 def test_channel_mismatch_names_both_counts():

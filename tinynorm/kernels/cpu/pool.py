@@ -117,6 +117,15 @@ def _avg_pool_backward_plane(dy, dx, kh, kw, sh, sw, ph, pw):
                     dx[ih, iw] += share
 
 
+@njit(cache=True, fastmath=FASTMATH)
+def _max_pool_any_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
+    """One plane by the written-out 2x2 window where the geometry is MaxPool2d(2)'s, else the general loop."""
+    if kh == kw == sh == sw == 2 and ph == pw == 0:
+        _max_pool_plane_2x2(x, y, argmax)
+    else:
+        _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw)
+
+
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
     n_channels = x.shape[1]
@@ -128,14 +137,6 @@ def _max_pool_kernel(x, y, argmax, kh, kw, sh, sw, ph, pw, parallel):
         for plane in range(x.shape[0] * n_channels):
             n, c = plane // n_channels, plane % n_channels
             _max_pool_any_plane(x[n, c], y[n, c], argmax[n, c], kh, kw, sh, sw, ph, pw)
-
-
-@njit(cache=True, fastmath=FASTMATH)
-def _max_pool_any_plane(x, y, argmax, kh, kw, sh, sw, ph, pw):
-    if kh == kw == sh == sw == 2 and ph == pw == 0:
-        _max_pool_plane_2x2(x, y, argmax)
-    else:
-        _max_pool_plane(x, y, argmax, kh, kw, sh, sw, ph, pw)
 
 
 @njit(cache=True, fastmath=FASTMATH, parallel=True)
