@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import _malloc, _openblas, _openmp
+from ..kernels.cpu import blas_pool
 
 # "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
 # one thread: with more, it adds up the time of all threads, spinning ones included.
@@ -85,6 +86,27 @@ def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7, mi
 def _parallel_copy(src, dst):
     for i in prange(src.size):
         dst[i] = src[i]
+
+
+def parallel_speedup(size: int = 1024, repeat: int = 9, number: int = 2) -> float | None:
+    """How many times faster a float32 ``size x size`` product runs on all of BLAS's threads than on one,
+    medians of ``repeat`` samples of ``number`` products taken in turns: about the thread count when the
+    cores are free, near 1 when other load holds them (a virtual machine's cores can be shared with its
+    neighbours, for a while). None with one BLAS thread, or when BLAS's threads cannot be set."""
+    blas = blas_pool.blas()
+    threads = blas.get_num_threads() if blas else 1
+    if threads < 2:
+        return None
+    a = np.ones((size, size), np.float32)
+    samples: dict[int, list[float]] = {1: [], threads: []}
+    try:
+        for _ in range(repeat):
+            for count, times in samples.items():
+                blas.set_num_threads(count)  # outside the timed products: setting it takes a while
+                times.append(_sample(lambda: a @ a, number))
+    finally:
+        blas.set_num_threads(threads)
+    return float(np.median(samples[1]) / np.median(samples[threads]))
 
 
 def copy_bandwidth(nbytes: int = 256 * 2**20, repeat: int = 7) -> float:
@@ -156,12 +178,14 @@ def _blas_info() -> dict | None:
                                                 "threading_layer", "filepath")}
 
 
-def threading_info() -> dict:
-    """The threads and OpenMP settings both libraries run with in this process."""
+def threading_info(speedup_before: float | None = None) -> dict:
+    """The threads and OpenMP settings both libraries run with in this process, and the
+    :func:`parallel_speedup` now and, when given, measured before the benchmark's rows."""
     info: dict[str, Any] = {"tinynorm": _openmp.threading_settings(), "blas": _blas_info(),
                             "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
                             "openblas_thread_timeout_set_by_tinynorm": _openblas.configured,
-                            "malloc_kept_for_reuse": _malloc.configured}
+                            "malloc_kept_for_reuse": _malloc.configured,
+                            "parallel_speedup": {"before": speedup_before, "after": parallel_speedup()}}
     torch = sys.modules.get("torch")
     if torch is not None:
         spin = "libgomp default (300000)"
@@ -189,6 +213,11 @@ def describe_threading(info: dict) -> str:
         torch = info["torch"]
         parts.append(f"PyTorch: {torch['threads']} threads, GOMP_SPINCOUNT {torch['GOMP_SPINCOUNT']}, imported "
                      f"{'before' if torch['imported_first'] else 'after'} tinynorm")
+    speedups = {when: value for when, value in info.get("parallel_speedup", {}).items() if value is not None}
+    if speedups and blas:
+        parts.append(f"cores: {blas['num_threads']} BLAS threads ran a 1024x1024 product "
+                     + " and ".join(f"{value:.2f}x ({when} the rows)" for when, value in speedups.items())
+                     + f" as fast as 1 ({blas['num_threads']}x: every core free)")
     return "; ".join(parts)
 
 
@@ -227,8 +256,9 @@ def run_table_benchmark(name: str, doc: str, argv: Sequence[str] | None,
     torch = import_torch()
     repeat = min(args.repeat, quick_repeat) if args.quick else args.repeat
     with ThreadSettings(args.threads):
+        speedup = parallel_speedup()
         rows = measure(torch, repeat, CLOCKS[args.clock])
-        threading = threading_info()
+        threading = threading_info(speedup)
     report(args, rows, columns, threading, {"benchmark": name}, repeat)
     return 0
 

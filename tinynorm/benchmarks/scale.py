@@ -78,8 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              else (CNN_SIZES, LM_SIZES))
     repeat, min_time = (1, 0.0) if args.smoke else (min(args.repeat, 5), 0.2) if args.quick else (args.repeat, 0.3)
     with common.ThreadSettings(args.threads):
+        speedup = common.parallel_speedup()
         rows = [measure_step(case, repeat, common.CLOCKS[args.clock], min_time) for case in build_cases(*sizes, torch)]
-        threading = common.threading_info()
+        threading = common.threading_info(speedup)
     common.report(args, rows, ["model", "GFLOP", "tinynorm_ms", "torch_ms", "ratio", "loss_rel_diff"], threading,
                   {"benchmark": "scale", "dtype": "float32"}, repeat, plot)
     return 0
