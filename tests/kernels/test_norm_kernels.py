@@ -6,6 +6,8 @@ Shapes are chosen to reach both the serial path and the parallel path (the paral
 for these tests in conftest.py).
 Gradients always use a random upstream gradient: ``out.sum()`` is blind for mean-centred norms.
 """
+import warnings
+
 import numba
 import numpy as np
 import pytest
@@ -258,6 +260,28 @@ def test_batch_norm_running_update_matches_torch(momentum):
     batch_norm_update_running(running_mean, running_var, mean, var, 30, momentum)
     np.testing.assert_allclose(running_mean, torch_mean.numpy(), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(running_var, torch_var.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("buffer_dtype", [np.float32, np.float64, np.float16])
+def test_running_update_is_the_numpy_forms_to_the_bit(buffer_dtype):
+    """The compiled update gives the bits of ``(1 - m) * running + m * batch.astype(running.dtype)``:
+    a variance beyond float32's range becomes inf, NaN stays NaN, no warning; float16 buffers take
+    that numpy form itself."""
+    rng = np.random.default_rng(9)
+    for momentum, count in ((0.1, 2), (1 / 3, 30), (1.0, 2048), (0.0, 10**7)):
+        running_mean = rng.standard_normal(40).astype(buffer_dtype)
+        running_var = rng.uniform(0.1, 3.0, 40).astype(buffer_dtype)
+        mean, var = (rng.standard_normal(40) * 10).astype(np.float32), rng.uniform(0.0, 5.0, 40)
+        var[:3], mean[3] = (1e300, np.inf, np.nan), np.nan
+        want_mean, want_var = running_mean.copy(), running_var.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            for running, batch in ((want_mean, mean), (want_var, var * (count / (count - 1)))):
+                running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            batch_norm_update_running(running_mean, running_var, mean, var, count, momentum)
+        np.testing.assert_array_equal(running_mean, want_mean)
+        np.testing.assert_array_equal(running_var, want_var)
 
 
 def test_batch_norm_running_update_and_rstd_match_reference():

@@ -25,6 +25,7 @@ from ..._checks import check_eps
 from ..._checks import check_momentum
 from ._config import JIT_OPTIONS
 from ._shared import (
+    FLOAT_DTYPES,
     check_input,
     check_like,
     chunk_bounds,
@@ -419,10 +420,29 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     _check_running_shapes(running_mean, running_var, mean, var)
     check_count(count)
     momentum = check_momentum(momentum, op="batch_norm_update_running")
+    dtype = running_mean.dtype
+    if dtype == running_var.dtype and dtype in FLOAT_DTYPES:  # one compiled loop for the eight array operations
+        _update_running(running_mean, running_var, mean, var, count / (count - 1), dtype.type(1 - momentum),
+                        dtype.type(momentum))
+        return
     unbiased_var = var * (count / (count - 1))
     with ieee_quietly():  # a float64 variance beyond float32's range becomes inf, as in PyTorch
         for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
             running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
+
+
+@njit(cache=True)
+def _update_running(running_mean, running_var, mean, var, unbias, keep, weight):
+    """``running = keep * running + weight * batch`` (the batch's values in the buffers' dtype first, the
+    variance unbiased in float64 before that): the operations and roundings of the numpy form above,
+    so the same bits, without ``fastmath`` (which would fuse them). A variance beyond float32's range
+    becomes inf in the conversion, as in PyTorch."""
+    batch = np.empty(2, dtype=running_mean.dtype)
+    for c in range(running_mean.size):
+        batch[0] = mean[c]
+        batch[1] = var[c] * unbias
+        running_mean[c] = keep * running_mean[c] + weight * batch[0]
+        running_var[c] = keep * running_var[c] + weight * batch[1]
 
 
 def _check_running_shapes(running_mean: object, running_var: object, mean: object, var: object) -> None:
