@@ -271,7 +271,9 @@ def test_running_update_is_the_numpy_forms_to_the_bit(buffer_dtype):
     for momentum, count in ((0.1, 2), (1 / 3, 30), (1.0, 2048), (0.0, 10**7)):
         running_mean = rng.standard_normal(40).astype(buffer_dtype)
         running_var = rng.uniform(0.1, 3.0, 40).astype(buffer_dtype)
-        mean, var = (rng.standard_normal(40) * 10).astype(np.float32), rng.uniform(0.0, 5.0, 40)
+        # batch_norm_stats' dtypes: the mean in x's (float32 for float16 buffers), the variance in float64
+        mean = (rng.standard_normal(40) * 10).astype(np.float32 if buffer_dtype == np.float16 else buffer_dtype)
+        var = rng.uniform(0.0, 5.0, 40)
         var[:3], mean[3] = (1e300, np.inf, np.nan), np.nan
         want_mean, want_var = running_mean.copy(), running_var.copy()
         with np.errstate(over="ignore", invalid="ignore"):
@@ -282,6 +284,23 @@ def test_running_update_is_the_numpy_forms_to_the_bit(buffer_dtype):
             batch_norm_update_running(running_mean, running_var, mean, var, count, momentum)
         np.testing.assert_array_equal(running_mean, want_mean)
         np.testing.assert_array_equal(running_var, want_var)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_rstd_is_the_numpy_forms_to_the_bit(dtype):
+    """``1 / sqrt(var + eps)`` in var's dtype, zeros to inf and negatives to NaN without a warning."""
+    rng = np.random.default_rng(10)
+    with np.errstate(over="ignore"):  # float16 cannot hold the largest values
+        var = (rng.uniform(0.0, 5.0, 300) * 10.0 ** rng.integers(-30, 30, 300)).astype(dtype)
+    var[:5] = (0.0, -1.0, np.inf, np.nan, 1e-45)
+    for eps in (1e-5, 0.0, 1e-12):
+        with np.errstate(all="ignore"):
+            want = 1 / np.sqrt(var + dtype(eps))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = batch_norm_rstd(var, eps)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 def test_batch_norm_running_update_and_rstd_match_reference():

@@ -402,8 +402,21 @@ def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
     takes (in x's dtype). ``var = eps = 0`` gives inf, as IEEE arithmetic, without a warning."""
     if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
         raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
+    eps = check_eps(eps, var.dtype)
+    if var.ndim == 1 and var.dtype in FLOAT_DTYPES:  # a compiled loop: no errstate, no temporaries
+        rstd = np.empty_like(var)
+        _rstd(var, eps, var.dtype.type(1), rstd)
+        return rstd
     with ieee_quietly():
-        return 1 / np.sqrt(var + check_eps(eps, var.dtype))
+        return 1 / np.sqrt(var + eps)
+
+
+@njit(cache=True, error_model="numpy")
+def _rstd(var, eps, one, rstd):
+    """``rstd = one / sqrt(var + eps)`` in var's dtype (``one`` is 1 in it): numpy's operations, so its
+    bits; a zero gives inf and a negative NaN, as IEEE arithmetic, without ``fastmath``'s reciprocal."""
+    for c in range(var.size):
+        rstd[c] = one / np.sqrt(var[c] + eps)
 
 
 def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray, mean: np.ndarray,
@@ -421,7 +434,9 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     check_count(count)
     momentum = check_momentum(momentum, op="batch_norm_update_running")
     dtype = running_mean.dtype
-    if dtype == running_var.dtype and dtype in FLOAT_DTYPES:  # one compiled loop for the eight array operations
+    # One compiled loop for the eight array operations, for the statistics batch_norm_stats gives (the
+    # mean in the buffers' dtype, the variance in float64): one signature per dtype.
+    if dtype == running_var.dtype == mean.dtype and dtype in FLOAT_DTYPES and var.dtype == np.float64:
         _update_running(running_mean, running_var, mean, var, count / (count - 1), dtype.type(1 - momentum),
                         dtype.type(momentum))
         return
