@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tinynorm.backends import cpu
+from tinynorm.kernels.cpu import column_sums
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -21,14 +22,14 @@ def test_column_sums_are_numpys_to_the_bit(dtype: type, shape: tuple[int, int]) 
 
 def test_which_arrays_take_the_kernel() -> None:
     a = np.zeros((300, 80), np.float32)
-    assert cpu.sums_columns_by_kernel(a, 0, False) and cpu.sums_columns_by_kernel(a.astype(np.float64), 0, False)
+    assert column_sums.takes(a, 0, False) and column_sums.takes(a.astype(np.float64), 0, False)
     views = (a.T, a[::3, ::2], a[::-1], np.broadcast_to(a[:1], a.shape))  # Fortran order, strided, a mean's grad
-    assert not any(cpu.sums_columns_by_kernel(view, 0, False) for view in views)
-    assert not cpu.sums_columns_by_kernel(a, 0, True) and not cpu.sums_columns_by_kernel(a, 1, False)
-    assert not cpu.sums_columns_by_kernel(a, (0,), False) and not cpu.sums_columns_by_kernel(a, False, False)
-    assert not cpu.sums_columns_by_kernel(a.astype(np.float16), 0, False)
-    assert not cpu.sums_columns_by_kernel(a[:, :1], 0, False)  # one column: numpy adds it pairwise
-    assert not cpu.sums_columns_by_kernel(a[:0], 0, False) and not cpu.sums_columns_by_kernel(a[0], 0, False)
+    assert not any(column_sums.takes(view, 0, False) for view in views)
+    assert not column_sums.takes(a, 0, True) and not column_sums.takes(a, 1, False)
+    assert not column_sums.takes(a, (0,), False) and not column_sums.takes(a, False, False)
+    assert not column_sums.takes(a.astype(np.float16), 0, False)
+    assert not column_sums.takes(a[:, :1], 0, False)  # one column: numpy adds it pairwise
+    assert not column_sums.takes(a[:0], 0, False) and not column_sums.takes(a[0], 0, False)
 
 
 def test_other_layouts_and_nan_and_infinities_as_numpy() -> None:

@@ -110,7 +110,7 @@ from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_fo
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
 from ..kernels.cpu import index_add as _index_add_kernel
-from ..kernels.cpu.column_sums import column_sums
+from ..kernels.cpu import column_sums as _column_sums
 from ..kernels.cpu.matmul import matmul  # noqa: F401
 from ..kernels.cpu.relu import relu, relu_backward  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
@@ -190,17 +190,9 @@ def data_pointer(a: np.ndarray) -> int:
 def sum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:  # noqa: A001
     """numpy's sum; a float matrix's column sums (a Linear layer's bias gradient) by the kernel that adds
     its rows as numpy does, faster (``kernels/cpu/column_sums.py``)."""
-    if sums_columns_by_kernel(a, axis, keepdims):
-        return column_sums(a)
+    if _column_sums.takes(a, axis, keepdims):
+        return _column_sums.column_sums(a)
     return np.asarray(np.sum(a, axis=axis, keepdims=keepdims))
-
-
-def sums_columns_by_kernel(a: np.ndarray, axis: Any, keepdims: bool) -> bool:
-    """Whether :func:`sum` takes the column-sum kernel: the sum over axis 0 (an int) of a C-ordered
-    float32/float64 matrix with a row and at least two columns (numpy adds a single column, which is
-    contiguous, pairwise, and other layouts in their own order)."""
-    return (type(axis) is int and axis == 0 and not keepdims and a.ndim == 2 and a.dtype in (np.float32, np.float64)
-            and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
 
 
 def mean(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:

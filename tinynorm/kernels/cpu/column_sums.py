@@ -8,6 +8,8 @@ parallel kernels want the cores). Compiled without ``fastmath``, which would let
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -19,6 +21,14 @@ def _add_rows(a, out):
         row = a[i]
         for j in range(out.size):
             out[j] += row[j]
+
+
+def takes(a: np.ndarray, axis: Any, keepdims: bool) -> bool:
+    """Whether :func:`column_sums` computes ``np.sum(a, axis, keepdims=keepdims)``: the sum over axis 0
+    (an int) of a C-ordered float32/float64 matrix with a row and at least two columns (numpy adds a
+    single column, which is contiguous, pairwise, and other layouts in their own order)."""
+    return (type(axis) is int and axis == 0 and not keepdims and a.ndim == 2 and a.dtype in (np.float32, np.float64)
+            and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
 
 
 def column_sums(a: np.ndarray) -> np.ndarray:
