@@ -49,5 +49,6 @@ def test_other_reductions_are_numpys() -> None:
         for axis, keepdims in ((None, False), (1, False), (0, True), (-1, True), ((0, 1), False)):
             expected = np.sum(a, axis=axis, keepdims=keepdims)
             np.testing.assert_array_equal(cpu.sum(a, axis=axis, keepdims=keepdims), expected)
+    assert list(cpu.sum([[1.0, 2.0], [3.0, 4.0]], axis=0)) == [4.0, 6.0]  # not an array: numpy's
     ints = np.arange(12).reshape(4, 3)
     assert cpu.sum(ints, axis=0).dtype == ints.dtype and list(cpu.sum(ints, axis=0)) == [18, 22, 26]

@@ -102,7 +102,8 @@ def parallel_speedup(size: int = 1024, repeat: int = 9, number: int = 2) -> floa
     try:
         for _ in range(repeat):
             for count, times in samples.items():
-                blas.set_num_threads(count)  # outside the timed products: setting it takes a while
+                blas.set_num_threads(count)
+                a @ a  # untimed: the first product after a change of the thread count is slower
                 times.append(_sample(lambda: a @ a, number))
     finally:
         blas.set_num_threads(threads)

@@ -27,8 +27,8 @@ def takes(a: np.ndarray, axis: Any, keepdims: bool) -> bool:
     """Whether :func:`column_sums` computes ``np.sum(a, axis, keepdims=keepdims)``: the sum over axis 0
     (an int) of a C-ordered float32/float64 matrix with a row and at least two columns (numpy adds a
     single column, which is contiguous, pairwise, and other layouts in their own order)."""
-    return (type(axis) is int and axis == 0 and not keepdims and a.ndim == 2 and a.dtype in (np.float32, np.float64)
-            and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
+    return (type(axis) is int and axis == 0 and not keepdims and isinstance(a, np.ndarray) and a.ndim == 2
+            and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
 
 
 def column_sums(a: np.ndarray) -> np.ndarray:
