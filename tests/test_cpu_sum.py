@@ -1,6 +1,6 @@
 """The CPU backend's column sums of a float matrix (a Linear layer's bias gradient) run in a compiled loop
-that adds the rows in numpy's order: numpy's sums to the bit, NaN and infinities included, and every
-other reduction left to numpy."""
+that adds the rows in numpy's order: numpy's sums, signed zeros and infinities included (NaN where
+numpy's are NaN), and every other reduction left to numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +10,13 @@ from tinynorm.backends import cpu
 from tinynorm.kernels.cpu import column_sums
 
 
+def assert_same_values(result: np.ndarray, expected: np.ndarray) -> None:
+    """Equal values, zeros of the same sign, NaN where the other has NaN (whatever its sign bit)."""
+    np.testing.assert_array_equal(result, expected)
+    numbers = ~np.isnan(expected)
+    assert np.array_equal(np.signbit(result[numbers]), np.signbit(expected[numbers]))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 5), (2, 32), (64, 10), (1024, 192), (3000, 7), (5, 2), (0, 4), (4, 0)])
 def test_column_sums_are_numpys_to_the_bit(dtype: type, shape: tuple[int, int]) -> None:
@@ -17,7 +24,15 @@ def test_column_sums_are_numpys_to_the_bit(dtype: type, shape: tuple[int, int]) 
     result = cpu.sum(a, axis=0)
     expected = np.sum(a, axis=0)
     assert result.shape == expected.shape and result.dtype == expected.dtype
-    np.testing.assert_array_equal(result, expected)
+    assert_same_values(result, expected)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_columns_of_negative_zeros_sum_to_positive_zero_as_in_numpy(rows: int) -> None:
+    a = np.full((rows, 4), -0.0, np.float32)
+    a[:, 0] = 1.0
+    assert column_sums.takes(a, 0, False)
+    assert_same_values(cpu.sum(a, axis=0), np.sum(a, axis=0))  # [rows, +0, +0, +0]
 
 
 def test_which_arrays_take_the_kernel() -> None:
@@ -30,6 +45,7 @@ def test_which_arrays_take_the_kernel() -> None:
     assert not column_sums.takes(a.astype(np.float16), 0, False)
     assert not column_sums.takes(a[:, :1], 0, False)  # one column: numpy adds it pairwise
     assert not column_sums.takes(a[:0], 0, False) and not column_sums.takes(a[0], 0, False)
+    assert not column_sums.takes(np.ma.masked_array(a), 0, False)  # a subclass (a matrix too)
 
 
 def test_other_layouts_and_nan_and_infinities_as_numpy() -> None:
@@ -37,11 +53,13 @@ def test_other_layouts_and_nan_and_infinities_as_numpy() -> None:
     base = rng.standard_normal((300, 80)).astype(np.float32)
     for a in (base.T, base[::3, ::2], base[:, 5:9], base[::-1], np.broadcast_to(base[:1], base.shape), base[:, :1]):
         np.testing.assert_array_equal(cpu.sum(a, axis=0), np.sum(a, axis=0))
+    masked = np.ma.masked_array(np.ones((3, 3)), mask=[[1, 0, 0], [0, 0, 0], [0, 0, 0]])
+    assert list(cpu.sum(masked, axis=0)) == [2.0, 3.0, 3.0]  # a subclass sums its own way
     a = np.ones((200, 5), np.float32)
     a[7, 0], a[9, 1], a[11, 2], a[12, 2], a[13, 3] = np.nan, np.inf, np.inf, -np.inf, -np.inf
     with np.errstate(invalid="ignore"):  # inf - inf in both
         expected, result = np.sum(a, axis=0), cpu.sum(a, axis=0)
-    np.testing.assert_array_equal(result, expected)  # [nan, inf, nan, -inf, 200]
+    assert_same_values(result, expected)  # [nan, inf, nan, -inf, 200]
 
 
 def test_other_reductions_are_numpys() -> None:

@@ -218,7 +218,7 @@ def describe_threading(info: dict) -> str:
     if speedups and blas:
         parts.append(f"cores: {blas['num_threads']} BLAS threads ran a 1024x1024 product "
                      + " and ".join(f"{value:.2f}x ({when} the rows)" for when, value in speedups.items())
-                     + f" as fast as 1 ({blas['num_threads']}x: every core free)")
+                     + f" as fast as 1 ({blas['num_threads']}x: as many free cores)")
     return "; ".join(parts)
 
 

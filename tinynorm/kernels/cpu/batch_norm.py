@@ -402,19 +402,19 @@ def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
     takes (in x's dtype). ``var = eps = 0`` gives inf, as IEEE arithmetic, without a warning."""
     if not isinstance(var, np.ndarray) or var.dtype.kind != "f":
         raise TypeError(f"var must be a float numpy.ndarray, got {getattr(var, 'dtype', type(var).__name__)}")
-    eps = check_eps(eps, var.dtype)
-    if var.ndim == 1 and var.dtype in FLOAT_DTYPES:  # a compiled loop: no errstate, no temporaries
-        rstd = np.empty_like(var)
-        _rstd(var, eps, var.dtype.type(1), rstd)
-        return rstd
-    with ieee_quietly():
+    with ieee_quietly():  # also for an eps beyond the dtype's range, which becomes inf
+        eps = check_eps(eps, var.dtype)
+        if var.ndim == 1 and var.dtype in FLOAT_DTYPES:  # a compiled loop: no temporaries
+            rstd = np.empty_like(var)
+            _rstd(var, eps, var.dtype.type(1), rstd)
+            return rstd
         return 1 / np.sqrt(var + eps)
 
 
 @njit(cache=True, error_model="numpy")
 def _rstd(var, eps, one, rstd):
     """``rstd = one / sqrt(var + eps)`` in var's dtype (``one`` is 1 in it): numpy's operations, so its
-    bits; a zero gives inf and a negative NaN, as IEEE arithmetic, without ``fastmath``'s reciprocal."""
+    values; a zero gives inf and a negative NaN, as IEEE arithmetic, without ``fastmath``'s reciprocal."""
     for c in range(var.size):
         rstd[c] = one / np.sqrt(var[c] + eps)
 
@@ -436,7 +436,8 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     dtype = running_mean.dtype
     # One compiled loop for the eight array operations, for the statistics batch_norm_stats gives (the
     # mean in the buffers' dtype, the variance in float64): one signature per dtype.
-    if dtype == running_var.dtype == mean.dtype and dtype in FLOAT_DTYPES and var.dtype == np.float64:
+    if (dtype == running_var.dtype == mean.dtype and dtype in FLOAT_DTYPES and var.dtype == np.float64
+            and running_mean.flags.writeable and running_var.flags.writeable):  # else numpy's error
         _update_running(running_mean, running_var, mean, var, count / (count - 1), dtype.type(1 - momentum),
                         dtype.type(momentum))
         return
@@ -450,8 +451,8 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
 def _update_running(running_mean, running_var, mean, var, unbias, keep, weight):
     """``running = keep * running + weight * batch`` (the batch's values in the buffers' dtype first, the
     variance unbiased in float64 before that): the operations and roundings of the numpy form above,
-    so the same bits, without ``fastmath`` (which would fuse them). A variance beyond float32's range
-    becomes inf in the conversion, as in PyTorch."""
+    so the same values (NaN where it gives NaN, its sign aside), without ``fastmath`` (which would fuse
+    them). A variance beyond float32's range becomes inf in the conversion, as in PyTorch."""
     batch = np.empty(2, dtype=running_mean.dtype)
     for c in range(running_mean.size):
         batch[0] = mean[c]
