@@ -1,5 +1,5 @@
-"""Shared test helpers: float64 leaves for gradient checks, hypothesis strategies for shapes, and the check
-that a bad call fails with a clear error."""
+"""Shared test helpers: float64 leaves for gradient checks, hypothesis strategies for shapes, the check
+that a bad call fails with a clear error, and the comparison of results down to the signs of zeros."""
 import warnings
 
 import numpy as np
@@ -49,3 +49,13 @@ def raises_clearly(call, *fragments, error=CLEAR_ERRORS):
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
     return raised
+
+
+def assert_same_values(actual, expected, nan_signs=True):
+    """The same dtype, shape and values, NaN where NaN, the same sign of every zero and, with
+    ``nan_signs``, of every NaN (a kernel may give a NaN the other sign where numpy's order of the
+    operands is not kept)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(actual, expected)
+    signed = slice(None) if nan_signs else ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(actual[signed]), np.signbit(expected[signed]))

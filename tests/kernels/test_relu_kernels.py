@@ -3,6 +3,7 @@ for every memory order and dtype; and their errors."""
 import numpy as np
 import pytest
 
+from helpers import assert_same_values
 from tinynorm.kernels.cpu import _config
 from tinynorm.kernels.cpu.relu import relu, relu_backward
 
@@ -17,13 +18,6 @@ def reference_backward(grad, out):
     return np.where(out <= 0, np.zeros((), grad.dtype), grad)
 
 
-def same_bits(actual, expected):
-    """Equal values, NaN where NaN, and the same sign of every zero."""
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    np.testing.assert_array_equal(actual, expected)
-    np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [SPECIAL.size, 3 * 32_768 + 7])  # serial; parallel (the conftest's threshold)
 def test_relu_and_its_gradient_follow_pytorchs_rule_at_every_value(dtype, size):
@@ -32,8 +26,8 @@ def test_relu_and_its_gradient_follow_pytorchs_rule_at_every_value(dtype, size):
     grad = np.resize(np.array([1.0, np.inf, np.nan, -2.0, 0.5]), size).astype(dtype)
     assert (size >= _config.PARALLEL_THRESHOLD) == (size > SPECIAL.size)
     out = relu(x)
-    same_bits(out, reference(x))
-    same_bits(relu_backward(grad, out), reference_backward(grad, out))
+    assert_same_values(out, reference(x))
+    assert_same_values(relu_backward(grad, out), reference_backward(grad, out))
 
 
 def test_parallel_results_equal_serial_results_chunk_by_chunk():
@@ -41,9 +35,9 @@ def test_parallel_results_equal_serial_results_chunk_by_chunk():
     grad = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
     assert x.size >= _config.PARALLEL_THRESHOLD
     rows = [slice(i, i + 20) for i in range(0, 200, 20)]  # below the threshold each
-    same_bits(relu(x), np.concatenate([relu(x[r]) for r in rows]))
+    assert_same_values(relu(x), np.concatenate([relu(x[r]) for r in rows]))
     out = relu(x)
-    same_bits(relu_backward(grad, out), np.concatenate([relu_backward(grad[r], out[r]) for r in rows]))
+    assert_same_values(relu_backward(grad, out), np.concatenate([relu_backward(grad[r], out[r]) for r in rows]))
 
 
 def test_memory_order_is_kept_and_strided_views_take_the_numpy_path():
@@ -51,22 +45,22 @@ def test_memory_order_is_kept_and_strided_views_take_the_numpy_path():
     fortran = np.asfortranarray(x)
     out = relu(fortran)
     assert out.flags.f_contiguous and not out.flags.c_contiguous
-    same_bits(out, reference(x))
-    same_bits(relu_backward(fortran, out), reference_backward(x, reference(x)))
-    same_bits(relu_backward(x, out), reference_backward(x, reference(x)))  # grad and out in two orders
+    assert_same_values(out, reference(x))
+    assert_same_values(relu_backward(fortran, out), reference_backward(x, reference(x)))
+    assert_same_values(relu_backward(x, out), reference_backward(x, reference(x)))  # grad and out in two orders
     broadcast = np.broadcast_to(x[:, :, :1], x.shape)  # a gradient as a mean's backward gives it
-    same_bits(relu_backward(broadcast, out), reference_backward(np.ascontiguousarray(broadcast), reference(x)))
+    assert_same_values(relu_backward(broadcast, out), reference_backward(np.ascontiguousarray(broadcast), reference(x)))
     view = x[:, ::2].transpose(2, 0, 1)
-    same_bits(relu(view), reference(view))
+    assert_same_values(relu(view), reference(view))
     assert relu(view).strides == np.maximum(view, 0).strides  # numpy's order K, as for every other op
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int32, np.int64, np.uint8])
 def test_other_dtypes_keep_their_dtype(dtype):
     x = np.array([-3, -1, 0, 2, 5], dtype=np.int64).astype(dtype)
-    same_bits(relu(x), reference(x))
+    assert_same_values(relu(x), reference(x))
     grad = np.arange(5).astype(dtype)
-    same_bits(relu_backward(grad, relu(x)), reference_backward(grad, relu(x)))
+    assert_same_values(relu_backward(grad, relu(x)), reference_backward(grad, relu(x)))
 
 
 def test_bad_arguments_are_named():
