@@ -433,15 +433,14 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
     _check_running_shapes(running_mean, running_var, mean, var)
     check_count(count)
     momentum = check_momentum(momentum, op="batch_norm_update_running")
-    dtype = running_mean.dtype
+    dtype, unbias = running_mean.dtype, count / (count - 1)
     # One compiled loop for the eight array operations, for the statistics batch_norm_stats gives (the
     # mean in the buffers' dtype, the variance in float64): one signature per dtype.
     if (dtype == running_var.dtype == mean.dtype and dtype in FLOAT_DTYPES and var.dtype == np.float64
             and running_mean.flags.writeable and running_var.flags.writeable):  # else numpy's error
-        _update_running(running_mean, running_var, mean, var, count / (count - 1), dtype.type(1 - momentum),
-                        dtype.type(momentum))
+        _update_running(running_mean, running_var, mean, var, unbias, dtype.type(1 - momentum), dtype.type(momentum))
         return
-    unbiased_var = var * (count / (count - 1))
+    unbiased_var = var * unbias
     with ieee_quietly():  # a float64 variance beyond float32's range becomes inf, as in PyTorch
         for running, batch in ((running_mean, mean), (running_var, unbiased_var)):
             running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
@@ -449,16 +448,15 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
 
 @njit(cache=True)
 def _update_running(running_mean, running_var, mean, var, unbias, keep, weight):
-    """``running = keep * running + weight * batch`` (the batch's values in the buffers' dtype first, the
-    variance unbiased in float64 before that): the operations and roundings of the numpy form above,
-    so the same values (NaN where it gives NaN, its sign aside), without ``fastmath`` (which would fuse
-    them). A variance beyond float32's range becomes inf in the conversion, as in PyTorch."""
-    batch = np.empty(2, dtype=running_mean.dtype)
+    """``running = keep * running + weight * batch``, the variance unbiased in float64 and then rounded to
+    the buffers' dtype: the operations and roundings of the numpy form above, so the same values (NaN
+    where it gives NaN, its sign aside), without ``fastmath`` (which would fuse them). A variance beyond
+    float32's range becomes inf in the rounding, as in PyTorch."""
     for c in range(running_mean.size):
-        batch[0] = mean[c]
-        batch[1] = var[c] * unbias
-        running_mean[c] = keep * running_mean[c] + weight * batch[0]
-        running_var[c] = keep * running_var[c] + weight * batch[1]
+        running_mean[c] = keep * running_mean[c] + weight * mean[c]
+        previous = running_var[c]
+        running_var[c] = var[c] * unbias  # stored first: the rounding to the buffer's dtype
+        running_var[c] = keep * previous + weight * running_var[c]
 
 
 def _check_running_shapes(running_mean: object, running_var: object, mean: object, var: object) -> None:
