@@ -256,10 +256,9 @@ def run_table_benchmark(name: str, doc: str, argv: Sequence[str] | None,
         return child
     torch = import_torch()
     repeat = min(args.repeat, quick_repeat) if args.quick else args.repeat
-    with ThreadSettings(args.threads):
-        speedup = parallel_speedup()
+    with ThreadSettings(args.threads) as settings:
         rows = measure(torch, repeat, CLOCKS[args.clock])
-        threading = threading_info(speedup)
+        threading = settings.threading_info()
     report(args, rows, columns, threading, {"benchmark": name}, repeat)
     return 0
 
@@ -322,14 +321,24 @@ def rerun_in_import_order(module: str, argv: Sequence[str], order: str) -> int |
 
 class ThreadSettings:
     """Apply ``--threads`` to Numba, PyTorch and BLAS for the duration of a ``with`` block (nothing when
-    None: each library keeps its own default)."""
+    None: each library keeps its own default), and measure how free the cores are as it starts
+    (:func:`parallel_speedup`); :meth:`threading_info` inside the block adds how free they are then."""
 
     def __init__(self, threads: int | None) -> None:
-        self.threads, self._limits = threads, None
+        self.threads, self._limits, self.speedup_before = threads, None, None
 
     def __enter__(self) -> "ThreadSettings":
+        self._apply()
+        self.speedup_before = parallel_speedup()
+        return self
+
+    def threading_info(self) -> dict:
+        """:func:`threading_info` with the speed-up measured when the block started."""
+        return threading_info(self.speedup_before)
+
+    def _apply(self) -> None:
         if self.threads is None:
-            return self
+            return
         numba.set_num_threads(self.threads)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(self.threads)
@@ -338,7 +347,6 @@ class ThreadSettings:
         except ImportError:
             raise SystemExit("--threads needs threadpoolctl to limit BLAS's threads: pip install threadpoolctl") from None
         self._limits = threadpool_limits(self.threads, user_api="blas")
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self._limits is not None:

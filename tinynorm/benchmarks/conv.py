@@ -105,8 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     repeat, clock = (min(args.repeat, 3) if args.quick else args.repeat), common.CLOCKS[args.clock]
     rng = np.random.default_rng(0)
     tinynorm.manual_seed(0)
-    with common.ThreadSettings(args.threads):
-        speedup = common.parallel_speedup()
+    with common.ThreadSettings(args.threads) as settings:
         conv_rows = []
         for shape in QUICK_CONV_CASES if args.quick else CONV_CASES:
             conv_rows += measure_conv(conv_case(*shape, rng, torch), repeat, clock)
@@ -114,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps += [lm_case(d, layers, length, batch, rng, torch, heads)
                   for d, layers, length, batch, heads in (QUICK_LM_CASES if args.quick else LM_CASES)]
         step_rows = [measure_step(case, repeat, clock) for case in steps]
-        threading = common.threading_info(speedup)
+        threading = settings.threading_info()
     print(common.describe_threading(threading))
     print(f"{args.clock} clock, median of {repeat} samples taken in turns")
     common.print_table(conv_rows, ["conv", "pass", "tinynorm_ms", "torch_ms", "ratio", "tinynorm_GFLOP/s",

@@ -260,13 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     torch = common.import_torch()
     repeat, min_time = (min(args.repeat, 3), 0.01) if args.quick else (args.repeat, 0.05)
-    with common.ThreadSettings(args.threads):
-        speedup = common.parallel_speedup()
+    with common.ThreadSettings(args.threads) as settings:
         copy_bytes_per_s = common.copy_bandwidth()
         print(f"parallel copy: {copy_bytes_per_s / 1e9:.1f} GB/s with {numba.get_num_threads()} Numba threads")
         rows = [measure(case, copy_bytes_per_s, repeat, min_time, common.CLOCKS[args.clock])
                 for case in build_cases(args.quick, torch)]
-        threading = common.threading_info(speedup)
+        threading = settings.threading_info()
     payload = {"benchmark": "norms", "copy_GB_per_s": copy_bytes_per_s / 1e9, "dtype": "float32"}
     common.report(args, rows, list(rows[0]), threading, payload, repeat, plot)
     return 0

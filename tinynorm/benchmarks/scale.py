@@ -77,10 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = ((SMOKE_CNN_SIZES, SMOKE_LM_SIZES) if args.smoke else (QUICK_CNN_SIZES, QUICK_LM_SIZES) if args.quick
              else (CNN_SIZES, LM_SIZES))
     repeat, min_time = (1, 0.0) if args.smoke else (min(args.repeat, 5), 0.2) if args.quick else (args.repeat, 0.3)
-    with common.ThreadSettings(args.threads):
-        speedup = common.parallel_speedup()
+    with common.ThreadSettings(args.threads) as settings:
         rows = [measure_step(case, repeat, common.CLOCKS[args.clock], min_time) for case in build_cases(*sizes, torch)]
-        threading = common.threading_info(speedup)
+        threading = settings.threading_info()
     common.report(args, rows, ["model", "GFLOP", "tinynorm_ms", "torch_ms", "ratio", "loss_rel_diff"], threading,
                   {"benchmark": "scale", "dtype": "float32"}, repeat, plot)
     return 0
