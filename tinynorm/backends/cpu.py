@@ -7,8 +7,6 @@ numpy lacks or that need tinynorm's rules (every result is an ``ndarray``, never
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -111,6 +109,7 @@ from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # 
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
 from ..kernels.cpu import index_add as _index_add_kernel
 from ..kernels.cpu import column_sums as _column_sums
+from ..kernels.cpu.optim import adam_update, sgd_update  # noqa: F401
 from ..kernels.cpu.matmul import matmul  # noqa: F401
 from ..kernels.cpu.relu import relu, relu_backward  # noqa: F401
 from ..kernels.cpu.pool import (  # noqa: F401
@@ -280,75 +279,6 @@ def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndar
 
 def random_uniform(generator: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return generator.random(shape, dtype=np.float64).astype(dtype, copy=False)
-
-
-def sgd_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray],
-               momentum_buffers: Sequence[np.ndarray] | None, *, lr: float, momentum: float, dampening: float,
-               weight_decay: float, nesterov: bool, maximize: bool, first_step: bool) -> None:
-    """One SGD step (PyTorch's rule) for each parameter, updating it and its momentum buffer in place::
-
-        g = -g if maximize
-        g = g + weight_decay * p                  (if weight_decay != 0)
-        b = g on the first step, then b = momentum * b + (1 - dampening) * g
-        g = g + momentum * b if nesterov else b   (with a momentum buffer)
-        p = p - lr * g
-
-    ``momentum_buffers`` is None when momentum is 0. Gradients are never modified. Lists, as in
-    PyTorch's functional ``sgd``: the CUDA backend updates many parameters per launch.
-    """
-    buffers = [None] * len(params) if momentum_buffers is None else momentum_buffers
-    for param, grad, momentum_buffer in zip(params, grads, buffers, strict=True):
-        if maximize:
-            grad = -grad
-        if weight_decay:
-            grad = grad + weight_decay * param
-        if momentum_buffer is not None:
-            if first_step:
-                momentum_buffer[...] = grad
-            else:
-                momentum_buffer *= momentum
-                momentum_buffer += (1 - dampening) * grad
-            grad = grad + momentum * momentum_buffer if nesterov else momentum_buffer
-        param -= lr * grad
-
-
-def adam_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray], exp_avgs: Sequence[np.ndarray],
-                exp_avg_sqs: Sequence[np.ndarray], max_exp_avg_sqs: Sequence[np.ndarray] | None, *, step: int,
-                lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled_weight_decay: bool,
-                maximize: bool) -> None:
-    """Adam step number ``step`` (from 1, PyTorch's rule) for each parameter, updating it and its moments
-    in place::
-
-        g = -g if maximize
-        p = p * (1 - lr * weight_decay)           (AdamW: decoupled_weight_decay), or
-        g = g + weight_decay * p                  (Adam's L2 penalty)
-        m = beta1 * m + (1 - beta1) * g           (exp_avg)
-        v = beta2 * v + (1 - beta2) * g * g       (exp_avg_sq; max_exp_avg_sq keeps its running max)
-        p = p - lr / (1 - beta1**step) * m / (sqrt(v) / sqrt(1 - beta2**step) + eps)
-
-    ``max_exp_avg_sqs`` is None without amsgrad; with it, the last line uses the running max of ``v``.
-    Gradients are never modified. Lists, as in PyTorch's functional ``adam``.
-    """
-    maxima = [None] * len(params) if max_exp_avg_sqs is None else max_exp_avg_sqs
-    for param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq in zip(params, grads, exp_avgs, exp_avg_sqs, maxima,
-                                                                 strict=True):
-        if maximize:
-            grad = -grad
-        if weight_decay:
-            if decoupled_weight_decay:
-                param *= 1 - lr * weight_decay
-            else:
-                grad = grad + weight_decay * param
-        exp_avg *= beta1
-        exp_avg += (1 - beta1) * grad
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
-        second_moment = exp_avg_sq if max_exp_avg_sq is None else np.maximum(max_exp_avg_sq, exp_avg_sq,
-                                                                             out=max_exp_avg_sq)
-        denom = np.sqrt(second_moment)
-        denom /= math.sqrt(1 - beta2**step)
-        denom += eps
-        param -= lr / (1 - beta1**step) * (exp_avg / denom)
 
 
 def to_numpy(a: np.ndarray) -> np.ndarray:

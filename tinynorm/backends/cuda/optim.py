@@ -57,7 +57,7 @@ def _updated_list(name: str, arrays: Sequence[CudaArray] | None) -> list | None:
 def sgd_update(params: Sequence[CudaArray], grads: Sequence[CudaArray], momentum_buffers: Sequence[CudaArray] | None,
                *, lr: float, momentum: float, dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
                first_step: bool) -> None:
-    """One SGD step for each parameter, in place; see :func:`tinynorm.backends.cpu.sgd_update`."""
+    """One SGD step for each parameter, in place (:func:`tinynorm.kernels.cpu.optim.sgd_step_numpy`)."""
     kernels.sgd_update(_updated_list("params", params), _gradients(grads, params),
                        _updated_list("momentum_buffers", momentum_buffers), lr=lr, momentum=momentum,
                        dampening=dampening, weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
@@ -68,7 +68,7 @@ def adam_update(params: Sequence[CudaArray], grads: Sequence[CudaArray], exp_avg
                 exp_avg_sqs: Sequence[CudaArray], max_exp_avg_sqs: Sequence[CudaArray] | None, *, step: int,
                 lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled_weight_decay: bool,
                 maximize: bool) -> None:
-    """One Adam/AdamW step for each parameter, in place; see :func:`tinynorm.backends.cpu.adam_update`."""
+    """One Adam/AdamW step for each parameter, in place (:func:`tinynorm.kernels.cpu.optim.adam_step_numpy`)."""
     kernels.adam_update(_updated_list("params", params), _gradients(grads, params),
                         _updated_list("exp_avgs", exp_avgs), _updated_list("exp_avg_sqs", exp_avg_sqs),
                         _updated_list("max_exp_avg_sqs", max_exp_avg_sqs), step=step, lr=lr, beta1=beta1,

@@ -8,9 +8,9 @@ tuples of arrays and the whole grid walks one tensor after the other. Every 1-D 
 of the launch's parameters, which stay under the 4 KiB every CUDA version accepts (12.1 raised the
 limit to 32 KiB on newer GPUs): 12 tensors with up to 5 arrays each (Adam with amsgrad). Numba
 compiles one variant per tuple length, so a model's steps use two (12 and the remainder). The rules
-and the order of their operations are those of the CPU backend
-(:func:`tinynorm.backends.cpu.sgd_update`, :func:`tinynorm.backends.cpu.adam_update`), which are
-PyTorch's; the CPU comments give the formulas.
+and the order of their operations are those of the CPU's numpy forms
+(:func:`tinynorm.kernels.cpu.optim.sgd_step_numpy`, :func:`tinynorm.kernels.cpu.optim.adam_step_numpy`),
+which are PyTorch's; their docstrings give the formulas.
 
 Arithmetic is in the parameter's dtype (float16, float32 or float64): every scalar is computed on the
 host in Python floats, as the CPU code does, and passed to the kernel as a value of that dtype (a
