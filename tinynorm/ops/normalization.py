@@ -319,6 +319,10 @@ def check_param(op: str, name: str, param: object, shape: tuple[int, ...], x: Te
     (a float32 layer takes float16 input)."""
     if param is None:
         return None
+    # The usual case in a few comparisons: this runs for every parameter of every norm call.
+    if isinstance(param, Tensor) and param.device == x.device and param.array.dtype == x.array.dtype \
+            and param.array.shape == tuple(shape):
+        return param
     check_tensor(op, name, param)
     if tuple(param.shape) != tuple(shape):
         raise ValueError(f"{op}: expected {name} of shape {tuple(shape)} ({what}) for input of shape "
@@ -332,9 +336,10 @@ def check_param(op: str, name: str, param: object, shape: tuple[int, ...], x: Te
 def check_channel_params(op: str, x: Tensor, *params: object) -> tuple[Tensor | None, ...]:
     """BatchNorm's and InstanceNorm's ``running_mean, running_var, weight, bias``: each None or ``(C,)``,
     the running statistics both given or both None."""
-    running_mean, running_var, weight, bias = (
-        check_param(op, name, param, x.shape[1:2], x, "one value per channel")
-        for name, param in zip(("running_mean", "running_var", "weight", "bias"), params))
+    channels = x.array.shape[1:2]
+    running_mean, running_var, weight, bias = [
+        check_param(op, name, param, channels, x, "one value per channel")
+        for name, param in zip(("running_mean", "running_var", "weight", "bias"), params)]
     if (running_mean is None) != (running_var is None):
         raise ValueError(f"{op}: running_mean and running_var must both be None or both be given")
     return running_mean, running_var, weight, bias
