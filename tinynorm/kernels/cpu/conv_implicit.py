@@ -29,7 +29,9 @@ the rows are written out one by one (a loop over the rows became gathers and sca
 outer loop and channel blocks in the inner one keeps a block of positions' runs in the L1 cache for
 every channel block. The forward builds each sample's grid just before its outputs, and the backward
 takes one sample at a time through its layouts of ``dy`` and both gradients, so that a sample's data
-stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
+stay in the L2 cache. Ranges of samples run on Numba's threads (``prange``), the pool of the other
+parallel kernels, whose threads are still awake when a convolution follows a norm or a ReLU (a Python
+thread had to be woken for each convolution). On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
 57-84 on the column matrices' shapes, and no column matrix is written. Compiled for AVX2 (16 vector
 registers, so the block spills) the kernels still ran ahead of the GEMM path.
 """
@@ -40,9 +42,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from . import blas_pool
 from ._config import FASTMATH
 from ._stack import stack_array, width
 from ._vector_width import wide_vectors
@@ -219,6 +220,25 @@ def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, we
                                dx[n], input_lanes)
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes, bounds):
+    """:func:`_forward_samples` for each range of samples ``bounds[r]:bounds[r + 1]``, one per thread."""
+    for r in prange(bounds.size - 1):
+        _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes,
+                         bounds[r], bounds[r + 1])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _backward_ranges(dy, grid_flat, row_start, wq, dweight_parts, dy_t, dy_wide, weight_blocks, phase_taps,
+                     phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, bounds):
+    """:func:`_backward_samples` for each range of samples, one per thread, each with its own part of
+    the weight gradient and its own layouts of ``dy``."""
+    for r in prange(bounds.size - 1):
+        _backward_samples(dy, grid_flat, row_start, wq, dweight_parts[r], dy_t[r], dy_wide[r], weight_blocks,
+                          phase_taps, phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, bounds[r],
+                          bounds[r + 1])
+
+
 # ------------------------------------------------------------ the forward and backward conv.py calls
 def _padded_rows(matrix: np.ndarray, rows: int) -> np.ndarray:
     """``matrix`` with zero rows appended up to ``rows`` rows."""
@@ -233,16 +253,16 @@ def _row_blocks(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(-1, ROWS, matrix.shape[1]).transpose(0, 2, 1))
 
 
-def _run(parts: list) -> list:
-    """The parts' results, each part on its own thread (blas_pool.run_split); a single part runs right
-    here, as these kernels call no BLAS whose thread count a split would have to set."""
-    return [parts[0]()] if len(parts) == 1 else blas_pool.run_split(parts)
+def _bounds(ranges: list[tuple[int, int]]) -> np.ndarray:
+    """Consecutive ranges of samples as bounds: range r is ``bounds[r]:bounds[r + 1]``."""
+    return np.array([start for start, _ in ranges] + [ranges[-1][1]], dtype=np.int64)
 
 
 def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarray, plan: GridPlan,
             ranges: list[tuple[int, int]]) -> np.ndarray:
     """The convolution of float32 NCHW ``x`` by ``weight`` (O, C, kh, kw) plus ``bias``, each range of
-    samples on its own thread; fills ``grid`` (the backward's saved input) on the way."""
+    samples on its own thread (:func:`_forward_ranges`); fills ``grid`` (the backward's saved input) on
+    the way."""
     out_channels = weight.shape[0]
     blocks = _row_blocks(weight.reshape(out_channels, -1))
     rows = blocks.shape[0] * ROWS
@@ -253,11 +273,11 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarra
     lanes = lanes_for(plan.out_size[0] * plan.wq)
     wide_pixel = plan.wide_pixel[:padded(plan.out_size[0] * plan.wq, lanes)]
 
-    def samples(start: int, stop: int) -> None:
-        _forward_samples(x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel,
-                         width(lanes), start, stop)
-
-    _run([functools.partial(samples, *bounds) for bounds in ranges])
+    arguments = (x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel, width(lanes))
+    if len(ranges) == 1:
+        _forward_samples(*arguments, *ranges[0])
+    elif ranges:
+        _forward_ranges(*arguments, _bounds(ranges))
     return np.ascontiguousarray(y[:, :out_channels]).reshape(x.shape[0], out_channels, *plan.out_size)
 
 
@@ -330,8 +350,8 @@ def _input_grad_weights(weight: np.ndarray, plan: _BackwardPlan) -> np.ndarray:
 def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight: np.ndarray, plan: GridPlan,
              ranges: list[tuple[int, int]], needs_input_grad: bool) -> tuple[np.ndarray | None, np.ndarray]:
     """``(dx, dweight)`` of :func:`forward` for the upstream gradient ``dy``; ``dx`` is None unless
-    ``needs_input_grad``. Each range of samples runs on its own thread; their ``dweight`` parts are
-    added in a fixed order."""
+    ``needs_input_grad``. Each range of samples runs on its own thread (:func:`_backward_ranges`); their
+    ``dweight`` parts are added in a fixed order."""
     n, channels = x_shape[:2]
     out_channels = weight.shape[0]
     backward_plan = _backward_plan(channels, *x_shape[2:], plan.pad_top, plan.pad_left, plan.stride, plan.wq,
@@ -349,18 +369,19 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     weight_lanes = lanes_for(out_channels)
     dweight_shape = (row_start.size, padded(out_channels, weight_lanes))
 
-    def samples(start: int, stop: int) -> np.ndarray:
-        """These samples' input gradient (into dx) and their part of dweight, transposed (returned)."""
-        dweight_t = np.zeros(dweight_shape, dtype=dy.dtype)
-        dy_t = np.zeros((plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
-        dy_wide = np.zeros(dy_wide_shape, dtype=dy.dtype)
-        _backward_samples(dy, grid_flat, row_start, plan.wq, dweight_t, dy_t, dy_wide, blocks, phase_taps,
-                          phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes),
-                          width(backward_plan.input_lanes), start, stop)
-        return dweight_t
-
-    parts = _run([functools.partial(samples, *bounds) for bounds in ranges])
-    dweight_t = np.zeros(dweight_shape, dtype=dy.dtype) if not parts else parts[0]
+    # Each range of samples has its own part of dweight (transposed) and its own layouts of dy.
+    count = max(len(ranges), 1)
+    parts = np.zeros((count, *dweight_shape), dtype=dy.dtype)
+    dy_t = np.zeros((count, plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
+    dy_wide = np.zeros((count, *dy_wide_shape), dtype=dy.dtype)
+    head = (dy, grid_flat, row_start, plan.wq)
+    tail = (blocks, phase_taps, phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes),
+            width(backward_plan.input_lanes))
+    if len(ranges) == 1:
+        _backward_samples(*head, parts[0], dy_t[0], dy_wide[0], *tail, *ranges[0])
+    elif ranges:
+        _backward_ranges(*head, parts, dy_t, dy_wide, *tail, _bounds(ranges))
+    dweight_t = parts[0]
     for part in parts[1:]:  # in a fixed order: the result depends on the thread count only
         dweight_t += part
     dweight = dweight_t[:channels * plan.tap_phase.size, :out_channels].T.reshape(weight.shape)
