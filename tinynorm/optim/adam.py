@@ -57,7 +57,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(param)
             state["step"] += 1
         beta1, beta2 = group["betas"]
-        same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.dtype, state["step"]))
+        same_step = batches(params, grads, states, key=lambda p, state: (p.device, p.array.dtype, state["step"]))
         for batch, batch_grads, batch_states in same_step:
             batch[0]._backend.adam_update(
                 [p.array for p in batch], batch_grads, [s["exp_avg"].array for s in batch_states],

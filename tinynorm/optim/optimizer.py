@@ -129,8 +129,8 @@ class Optimizer:
             grad = param.grad
             if grad is None:
                 continue
-            if not (isinstance(grad, Tensor) and grad.shape == param.shape and grad.device == param.device
-                    and grad.dtype == param.dtype):
+            if not (isinstance(grad, Tensor) and grad.array.shape == param.array.shape and grad.device == param.device
+                    and grad.array.dtype == param.array.dtype):
                 where = f"{type(self).__name__}.step: param_groups[{index}]['params'][{position}]"
                 grad = _checked_gradient(param, grad, where)
             params.append(param)

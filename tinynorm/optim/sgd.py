@@ -50,7 +50,7 @@ class SGD(Optimizer):
             if uses_momentum and "momentum_buffer" not in state:
                 state["momentum_buffer"] = zeros_like(param)
                 first_step.add(id(param))
-        same_step = batches(params, grads, states, key=lambda p, _: (p.device, p.dtype, id(p) in first_step))
+        same_step = batches(params, grads, states, key=lambda p, _: (p.device, p.array.dtype, id(p) in first_step))
         for batch, batch_grads, batch_states in same_step:
             batch[0]._backend.sgd_update(
                 [p.array for p in batch], batch_grads,
