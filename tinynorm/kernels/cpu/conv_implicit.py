@@ -29,11 +29,11 @@ the rows are written out one by one (a loop over the rows became gathers and sca
 outer loop and channel blocks in the inner one keeps a block of positions' runs in the L1 cache for
 every channel block. The forward builds each sample's grid just before its outputs, and the backward
 takes one sample at a time through its layouts of ``dy`` and both gradients, so that a sample's data
-stay in the L2 cache. Ranges of samples run on Numba's threads (``prange``), the pool of the other
-parallel kernels, whose threads are still awake when a convolution follows a norm or a ReLU (a Python
-thread had to be woken for each convolution). On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
+stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
 57-84 on the column matrices' shapes, and no column matrix is written. Compiled for AVX2 (16 vector
-registers, so the block spills) the kernels still ran ahead of the GEMM path.
+registers, so the block spills) the kernels still ran ahead of the GEMM path. Ranges of samples run on
+Numba's threads (``prange``), the pool of the other parallel kernels, whose threads are still awake
+when a convolution follows a norm or a ReLU, where a Python thread had to be woken for each call.
 """
 from __future__ import annotations
 
