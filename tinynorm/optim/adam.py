@@ -20,9 +20,9 @@ class Adam(Optimizer):
 
     The two ``1 - beta**t`` factors undo the bias of ``m`` and ``v`` towards their zero start.
     ``decoupled_weight_decay=True`` is AdamW's rule (see :class:`AdamW`). The rule itself is the
-    backend's ``adam_update``: one compiled pass per parameter on the CPU; on CUDA one fused kernel
-    launch per 12 parameters that share a dtype and a step count. ``foreach`` and ``fused`` are
-    accepted and change nothing.
+    backend's ``adam_update``: one compiled pass per parameter on the CPU (the numpy form for float16
+    and strided arrays); on CUDA one fused kernel launch per 12 parameters that share a dtype and a
+    step count. ``foreach`` and ``fused`` are accepted and change nothing.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

@@ -19,9 +19,9 @@ class SGD(Optimizer):
         p = p - lr * g
 
     ``maximize=True`` negates the gradient first (gradient ascent). The rule itself is the backend's
-    ``sgd_update``: one compiled pass per parameter on the CPU; on CUDA one fused kernel launch per 12
-    parameters of one dtype. ``foreach`` and ``fused`` are accepted and change nothing (that is
-    tinynorm's one implementation).
+    ``sgd_update``: one compiled pass per parameter on the CPU (the numpy form for float16 and strided
+    arrays); on CUDA one fused kernel launch per 12 parameters of one dtype. ``foreach`` and ``fused``
+    are accepted and change nothing (that is tinynorm's one implementation).
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,

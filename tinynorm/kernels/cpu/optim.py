@@ -11,12 +11,13 @@ takes three things:
 - every scalar in the parameter's dtype, as numpy casts a Python number meeting a float32 array
   (NEP 50); numpy scalars as options (an ``np.float64`` learning rate makes numpy compute in float64)
   take the numpy form instead;
-- a gradient that does not share memory with what the step writes: numpy's passes and the loop would
-  read an overlapping gradient at different times.
+- arrays that share no memory: numpy's passes and the loop would read an overlapping gradient or state
+  at different times.
 
-float32 and float64 parameters whose arrays are all C-ordered (and writeable) take the loops; others
-(float16, strided arrays) take the numpy forms. Each element's update is independent of the others',
-so a large parameter is shared out between threads and the values do not depend on the thread count.
+float32 and float64 parameters whose arrays are all C-ordered, writeable ``np.ndarray`` objects take the
+loops; others (float16, strided arrays, subclasses) take the numpy forms. Each element's update is
+independent of the others', so a large parameter is shared out between threads and the values do not
+depend on the thread count.
 """
 from __future__ import annotations
 
@@ -85,8 +86,8 @@ def _sgd_parallel(param, grad, buffer, scalars, decay, has_buffer, nesterov, max
 
 @njit(**_OPTIONS)
 def _sgd(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, chunks):
-    """The step on ``chunks`` threads; False, changing nothing, when ``grad`` overlaps an array it writes."""
-    if _overlap(grad, param) or _overlap(grad, buffer):
+    """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
+    if _overlap(grad, param) or _overlap(grad, buffer) or _overlap(param, buffer):
         return False
     if chunks == 1:
         _sgd_range(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, 0, param.size)
@@ -104,11 +105,11 @@ def sgd_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray],
     loops = _options_allow_loop(lr, momentum, dampening, weight_decay)
     # One small array of scalars per dtype: Numba's dispatcher takes it in half the time of numpy scalars.
     scalars = functools.cache(lambda dtype: np.array([lr, weight_decay, momentum, 1 - dampening], dtype))
-    flags = (bool(weight_decay), momentum_buffers is not None, bool(nesterov), bool(maximize), bool(first_step))
+    flags = (bool(nesterov), bool(maximize), bool(first_step))
     for param, grad, buffer in zip(params, grads, buffers, strict=True):
         if not (loops and _arrays_allow_loop(param, grad, buffer) and _sgd(
                 param.reshape(-1), grad.reshape(-1), _EMPTY[param.dtype] if buffer is None else buffer.reshape(-1),
-                scalars(param.dtype), *flags, _chunks(param.size))):
+                scalars(param.dtype), bool(weight_decay), buffer is not None, *flags, _chunks(param.size))):
             sgd_step_numpy(param, grad, buffer, lr=lr, momentum=momentum, dampening=dampening,
                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize, first_step=first_step)
 
@@ -169,7 +170,7 @@ def _adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, d
         exp_avg_sq[i] = v
         if amsgrad:
             v_max = max_exp_avg_sq[i]
-            if not (v_max >= v or v_max != v_max):  # noqa: PLR0124  numpy's maximum(v_max, v): NaN wins
+            if not (v_max > v or v_max != v_max):  # noqa: PLR0124  numpy's maximum(v_max, v): NaN wins, ties v
                 v_max = v
             max_exp_avg_sq[i] = v_max
             v = v_max
@@ -187,10 +188,14 @@ def _adam_parallel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2
 
 @njit(**_OPTIONS)
 def _adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, chunks):
-    """The step on ``chunks`` threads; False, changing nothing, when ``grad`` overlaps an array it writes."""
-    if _overlap(grad, param) or _overlap(grad, exp_avg) or _overlap(grad, exp_avg_sq) \
-            or _overlap(grad, max_exp_avg_sq):
-        return False
+    """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
+    arrays = (param, exp_avg, exp_avg_sq, max_exp_avg_sq)
+    for i in range(len(arrays)):
+        if _overlap(grad, arrays[i]):
+            return False
+        for j in range(i):
+            if _overlap(arrays[i], arrays[j]):
+                return False
     if chunks == 1:
         _adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, 0,
                     param.size)
@@ -212,14 +217,14 @@ def adam_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray], exp_a
         [beta1, beta2, 1 - beta1, 1 - beta2, lr / (1 - beta1**step), math.sqrt(1 - beta2**step), eps, weight_decay,
          1 - lr * weight_decay], dtype))
     decays = bool(weight_decay)
-    flags = (decays and not decoupled_weight_decay, decays and bool(decoupled_weight_decay),
-             max_exp_avg_sqs is not None, bool(maximize))
+    decay_flags = (decays and not decoupled_weight_decay, decays and bool(decoupled_weight_decay))
     for param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq in zip(params, grads, exp_avgs, exp_avg_sqs, maxima,
                                                                  strict=True):
         if not (loops and _arrays_allow_loop(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq) and _adam(
                 param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1), exp_avg_sq.reshape(-1),
                 _EMPTY[param.dtype] if max_exp_avg_sq is None else max_exp_avg_sq.reshape(-1),
-                scalars(param.dtype), *flags, _chunks(param.size))):
+                scalars(param.dtype), *decay_flags, max_exp_avg_sq is not None, bool(maximize),
+                _chunks(param.size))):
             adam_step_numpy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step, lr=lr, beta1=beta1,
                             beta2=beta2, eps=eps, weight_decay=weight_decay,
                             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
@@ -249,16 +254,17 @@ def _options_allow_loop(*options: object) -> bool:
 
 
 def _arrays_allow_loop(param: np.ndarray, grad: np.ndarray, *state: np.ndarray | None) -> bool:
-    """A float32/float64 ndarray parameter, its gradient and state (None for a state the step does not
-    use) writeable C-ordered ndarrays of its dtype and shape (the gradient need not be writeable).
-    Whether the gradient overlaps one of them the compiled step checks itself."""
+    """A float32/float64 parameter, its gradient and state (None for a state the step does not use)
+    writeable C-ordered arrays of its dtype and shape, each of type ``np.ndarray`` itself (a subclass
+    does its arithmetic its own way); the gradient need not be writeable. Whether two of them share
+    memory the compiled step checks itself."""
     dtype, shape = param.dtype, param.shape
     if type(param) is not np.ndarray or dtype not in _EMPTY:
         return False
     for array in (grad, param, *state):
         if array is None:
             continue
-        if type(array) is not np.ndarray or array.dtype is not dtype or array.shape != shape \
-                or not array.flags.c_contiguous or not (array is grad or array.flags.writeable):
+        if type(array) is not np.ndarray or (array.dtype is not dtype and array.dtype != dtype) \
+                or array.shape != shape or not array.flags.c_contiguous or not (array is grad or array.flags.writeable):
             return False
     return True
