@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ._shared import FLOAT_DTYPES
+
 
 @njit(cache=True, nogil=True)
 def _add_rows(a, out):
@@ -30,7 +32,7 @@ def takes(a: np.ndarray, axis: Any, keepdims: bool) -> bool:
     single column, which is contiguous, pairwise, other layouts in their own order, and a subclass (a
     masked array, a matrix) sums its own way."""
     return (type(axis) is int and axis == 0 and not keepdims and type(a) is np.ndarray and a.ndim == 2
-            and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
+            and a.dtype in FLOAT_DTYPES and a.flags.c_contiguous and a.shape[0] > 0 and a.shape[1] > 1)
 
 
 def column_sums(a: np.ndarray) -> np.ndarray:

@@ -87,7 +87,7 @@ def _sgd_parallel(param, grad, buffer, scalars, decay, has_buffer, nesterov, max
 @njit(**_OPTIONS)
 def _sgd(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, chunks):
     """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
-    if _overlap(grad, param) or _overlap(grad, buffer) or _overlap(param, buffer):
+    if _share_memory(grad, (param, buffer)):
         return False
     if chunks == 1:
         _sgd_range(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, 0, param.size)
@@ -105,11 +105,11 @@ def sgd_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray],
     loops = _options_allow_loop(lr, momentum, dampening, weight_decay)
     # One small array of scalars per dtype: Numba's dispatcher takes it in half the time of numpy scalars.
     scalars = functools.cache(lambda dtype: np.array([lr, weight_decay, momentum, 1 - dampening], dtype))
-    flags = (bool(nesterov), bool(maximize), bool(first_step))
+    decay, flags = bool(weight_decay), (bool(nesterov), bool(maximize), bool(first_step))
     for param, grad, buffer in zip(params, grads, buffers, strict=True):
         if not (loops and _arrays_allow_loop(param, grad, buffer) and _sgd(
                 param.reshape(-1), grad.reshape(-1), _EMPTY[param.dtype] if buffer is None else buffer.reshape(-1),
-                scalars(param.dtype), bool(weight_decay), buffer is not None, *flags, _chunks(param.size))):
+                scalars(param.dtype), decay, buffer is not None, *flags, _chunks(param.size))):
             sgd_step_numpy(param, grad, buffer, lr=lr, momentum=momentum, dampening=dampening,
                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize, first_step=first_step)
 
@@ -189,13 +189,8 @@ def _adam_parallel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2
 @njit(**_OPTIONS)
 def _adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, chunks):
     """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
-    arrays = (param, exp_avg, exp_avg_sq, max_exp_avg_sq)
-    for i in range(len(arrays)):
-        if _overlap(grad, arrays[i]):
-            return False
-        for j in range(i):
-            if _overlap(arrays[i], arrays[j]):
-                return False
+    if _share_memory(grad, (param, exp_avg, exp_avg_sq, max_exp_avg_sq)):
+        return False
     if chunks == 1:
         _adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, 0,
                     param.size)
@@ -218,13 +213,13 @@ def adam_update(params: Sequence[np.ndarray], grads: Sequence[np.ndarray], exp_a
          1 - lr * weight_decay], dtype))
     decays = bool(weight_decay)
     decay_flags = (decays and not decoupled_weight_decay, decays and bool(decoupled_weight_decay))
+    maximize = bool(maximize)
     for param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq in zip(params, grads, exp_avgs, exp_avg_sqs, maxima,
                                                                  strict=True):
         if not (loops and _arrays_allow_loop(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq) and _adam(
                 param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1), exp_avg_sq.reshape(-1),
                 _EMPTY[param.dtype] if max_exp_avg_sq is None else max_exp_avg_sq.reshape(-1),
-                scalars(param.dtype), *decay_flags, max_exp_avg_sq is not None, bool(maximize),
-                _chunks(param.size))):
+                scalars(param.dtype), *decay_flags, max_exp_avg_sq is not None, maximize, _chunks(param.size))):
             adam_step_numpy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step, lr=lr, beta1=beta1,
                             beta2=beta2, eps=eps, weight_decay=weight_decay,
                             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
@@ -246,6 +241,18 @@ def _overlap(a, b):
         return False
     a_start, b_start = a.ctypes.data, b.ctypes.data
     return a_start < b_start + b.nbytes and b_start < a_start + a.nbytes
+
+
+@njit(**_OPTIONS)
+def _share_memory(grad, written):
+    """Whether ``grad`` overlaps one of the ``written`` arrays, or two of those overlap each other."""
+    for i in range(len(written)):
+        if _overlap(grad, written[i]):
+            return True
+        for j in range(i):
+            if _overlap(written[i], written[j]):
+                return True
+    return False
 
 
 def _options_allow_loop(*options: object) -> bool:
