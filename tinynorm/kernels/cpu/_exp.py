@@ -79,10 +79,12 @@ def exp_of_sum_float32(high, low, factor):
     c0, c1, c2, c3, c4, c5 = EXPF_COEFFICIENTS
     e = (((((c0 * r + c1) * r + c2) * r + c3) * r + c4) * r + c5) * r * r + r + np.float32(1.0)
     # 2^k as two normal powers of 2, so that results below float32's smallest normal number come out
-    # subnormal, as libm's; above it the second factor is 1.
-    normal = max(np.int64(k), -126)
-    scale = _float_from_bits((normal + 127) << 23, v)
-    rest = _float_from_bits((np.int64(k) - normal + 127) << 23, v)
+    # subnormal, as libm's; above it the second factor is 1. The exponent is an int32, as wide as the
+    # float: int64 lanes would halve the vectors' width (exp 23% slower; docs/benchmarks.md).
+    whole = np.int32(k)
+    normal = max(whole, np.int32(-126))
+    scale = _float_from_bits((normal + np.int32(127)) << np.int32(23), v)
+    rest = _float_from_bits((whole - normal + np.int32(127)) << np.int32(23), v)
     return ((e * factor) * scale) * rest if v >= LOWEST_FLOAT32 else np.float32(0.0)
 
 
