@@ -80,7 +80,7 @@ def exp_of_sum_float32(high, low, factor):
     e = (((((c0 * r + c1) * r + c2) * r + c3) * r + c4) * r + c5) * r * r + r + np.float32(1.0)
     # 2^k as two normal powers of 2, so that results below float32's smallest normal number come out
     # subnormal, as libm's; above it the second factor is 1. The exponent is an int32, as wide as the
-    # float: int64 lanes would halve the vectors' width (exp 23% slower; docs/benchmarks.md).
+    # float: int64 lanes would halve the vectors' width (measured: docs/benchmarks.md).
     whole = np.int32(k)
     normal = max(whole, np.int32(-126))
     scale = _float_from_bits((normal + np.int32(127)) << np.int32(23), v)
