@@ -4,17 +4,13 @@ Numba's parallel kernels run on its ``omp`` threading layer, a small extension (
 against GNU OpenMP (libgomp). Two facts decide which libgomp it uses:
 
 - An idle libgomp thread spins before it sleeps, and libgomp reads how long (``GOMP_SPINCOUNT``,
-  ``OMP_WAIT_POLICY``) once, when it is loaded. A thread that went to sleep costs the next parallel
-  kernel its wake-up (on a virtual machine 0.3-0.5 ms, where the kernel itself may take 10 µs); a
-  spin of libgomp's default length (300,000 iterations, several milliseconds) keeps the cores busy
-  long after the work is done. tinynorm sets one of about a millisecond (:data:`SPIN_COUNT`), and
-  runs its matrix products on the same threads (``kernels/cpu/matmul.py``), so that no other pool
-  waits beside them.
+  ``OMP_WAIT_POLICY``) once, when it is loaded. Its default spin (300,000 iterations) starves OpenBLAS,
+  which runs tinynorm's matrix products on the same cores; tinynorm sets a short one.
 - PyTorch loads its own libgomp into the process's global symbol scope (``RTLD_GLOBAL``). Loaded after
   it, ``omppool`` binds to that copy, already initialised with the default spin: a Transformer step
   mixing GEMMs and parallel kernels then runs several times slower than with tinynorm imported first.
 
-So :func:`configure`, run when tinynorm is imported, sets its spin unless you chose your own and
+So :func:`configure`, run when tinynorm is imported, sets the short spin unless you chose your own and
 loads ``omppool`` at once; if another OpenMP runtime already sits in the global scope it loads it with
 ``RTLD_DEEPBIND``, so that its symbols resolve to its own libgomp, initialised now with tinynorm's
 settings. Without a foreign runtime (the usual case) it is a plain import, so that allocator
@@ -28,9 +24,6 @@ import sys
 
 # Numba's threading-layer choices under which it may pick its OpenMP layer.
 _OMP_CAPABLE_LAYERS = {"default", "omp", "threadsafe", "forksafe"}
-# An idle thread's spin before it sleeps, in libgomp's iterations (0.5-1 ms on AMD EPYC): long enough to
-# bridge the gaps between a training step's parallel kernels, a tenth of libgomp's default.
-SPIN_COUNT = "30000"
 
 
 def foreign_openmp_loaded() -> bool:
@@ -54,15 +47,15 @@ torch_imported_first = False
 def configure() -> None:
     """Set tinynorm's OpenMP spin default, then load Numba's OpenMP layer on its own libgomp (see above).
 
-    Sleeping soon (``OMP_WAIT_POLICY=passive``, or a spin shorter than the gaps between a step's
-    kernels) costs each parallel kernel a wake-up; libgomp's default spin holds the cores for
-    milliseconds after the last kernel, against the process's other threads and other processes
-    (measured: docs/benchmarks.md). Your own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
+    Idle OpenMP threads and OpenBLAS's threads share the cores. libgomp's default spin starves BLAS on a
+    busy machine, while sleeping at once (``OMP_WAIT_POLICY=passive``) costs each parallel kernel a
+    wake-up on a quiet one; a short spin keeps both fast (measured: docs/benchmarks.md). Your own
+    ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
     """
     global layer_load, spin_set_by_tinynorm, torch_imported_first
     torch_imported_first = "torch" in sys.modules
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+        os.environ["GOMP_SPINCOUNT"] = "3000"
         spin_set_by_tinynorm = True
     layer_load = _load_openmp_layer()
 

@@ -2,11 +2,9 @@
 ``set_float32_matmul_precision``, which scripts set and tinynorm accepts.
 
 The kernels are Numba ``parallel=True`` loops, so this is Numba's thread count for the calling
-thread; tinynorm's large matrix products are shared out among the same threads
-(``kernels/cpu/matmul.py``). Numba fixes the size of its pool when it starts (``NUMBA_NUM_THREADS``,
-by default the number of cores): a larger request uses the whole pool. numpy's own matrix products,
-and tinynorm's at one thread, run on BLAS threads, which ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``
-set before Python starts.
+thread. Numba fixes the size of its pool when it starts (``NUMBA_NUM_THREADS``, by default the number
+of cores): a larger request uses the whole pool. numpy's own matrix products run on BLAS threads,
+which ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS`` set before Python starts.
 """
 from __future__ import annotations
 

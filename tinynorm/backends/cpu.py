@@ -243,11 +243,10 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None) ->
     """``x @ weight.T + bias`` (PyTorch's ``F.linear``; the CUDA backend adds the bias inside its GEMM).
 
     A contiguous (..., in) input is one (rows, in) GEMM, not one per leading index as numpy's batched
-    matmul would run, shared out among the threads as :func:`matmul` does, and the bias is added in
-    place (measured: docs/benchmarks.md).
+    matmul would run, and the bias is added in place (measured: docs/benchmarks.md).
     """
     rows = x.reshape(-1, x.shape[-1]) if x.ndim > 2 and x.flags.c_contiguous else x
-    out = matmul(rows, weight.T)
+    out = np.matmul(rows, weight.T)
     if bias is not None:
         out = np.add(out, bias, out=out) if bias.dtype == out.dtype else out + bias
     return out.reshape(*x.shape[:-1], weight.shape[0])
