@@ -14,9 +14,9 @@ no scale or mask): ``dx = g - s * sum(g)``.
 Each row is one pass over memory: the row (scaled) is written to the output, where it stays in the L1
 cache for its maximum, its exponentials and their sum, and the division. The exponentials come from
 :func:`._exp.exp_nonpositive`, in the data's type and within about a rounding, which LLVM vectorizes
-where libm's exp is a scalar call per element; their sum is taken in float64. The maximum is taken
-over LANES columns side by side, a loop LLVM vectorizes (a running maximum is a reduction it may not
-reorder without assuming no NaN). ``-inf`` logits (a mask) take the fast path, whose exp gives them 0;
+where libm's exp is a scalar call per element; their sum is taken in float64. The maximum is
+:func:`._row_max.finite_max`'s, over 16 lanes side by side, a loop LLVM vectorizes. ``-inf`` logits (a
+mask) take the fast path, whose exp gives them 0;
 a row with a NaN or ``+inf``, or only ``-inf``, is redone with libm's exp and NaN-propagating
 comparisons. Measured: docs/benchmarks.md.
 """
@@ -29,31 +29,9 @@ from numba import njit, prange
 
 from ._config import FASTMATH
 from ._exp import exp_nonpositive
+from ._row_max import finite_max
 from ._shared import FLOAT_DTYPES, check_like, chunk_bounds, num_chunks, use_parallel
-from ._stack import stack_array
 from ._vector_width import wide_vectors
-
-LANES = 16  # running maxima side by side: one AVX-512 register of float32
-
-
-@njit(fastmath=FASTMATH, nogil=True)
-def _finite_max(row, n):
-    """The largest of ``row[:n]`` (n >= 1) if none is NaN: LANES running maxima, then the largest of them."""
-    wide_vectors()
-    lanes = stack_array(1, LANES, row.dtype)
-    lanes[0, :] = row[0]
-    full = n - n % LANES
-    for j0 in range(0, full, LANES):
-        for lane in range(LANES):
-            value = row[j0 + lane]
-            lanes[0, lane] = value if value > lanes[0, lane] else lanes[0, lane]
-    largest = row[0]
-    for lane in range(LANES):
-        largest = lanes[0, lane] if lanes[0, lane] > largest else largest
-    for j in range(full, n):
-        largest = row[j] if row[j] > largest else largest
-    return largest
-
 
 @njit(fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _exact_row(dst, n, log):
@@ -93,7 +71,7 @@ def _forward_rows(x, out, scale, queries, log, start, stop):
             unbounded += 0 if dst[j] < np.inf else 1
         for j in range(n, columns):
             dst[j] = 0
-        largest = _finite_max(dst, n)
+        largest = finite_max(dst, n)
         if unbounded or largest == -np.inf:
             _exact_row(dst, n, log)
             continue
