@@ -215,7 +215,8 @@ def _forward_rows(logits, target, ignored, ignoring, keep, spread, smoothed, los
 def _backward_rows(grad, logits, lse, target, ignored, ignoring, keep, spread, scale, dlogits):
     """Each row as :func:`cross_entropy_backward_numpy` computes it; ``grad`` holds one value per row
     or one for all, ``keep``, ``spread`` and ``scale`` are in the logits' dtype. The vectorized exp
-    needs ``lse`` >= the row's maximum, which the forward's is; a row where it is not takes numpy's."""
+    needs ``lse`` >= the row's entries, which the forward's is; a row where it is not (or a NaN one)
+    is redone with numpy's."""
     wide_vectors()
     rows = logits.shape[0]
     for r in range(rows):
@@ -226,7 +227,7 @@ def _backward_rows(grad, logits, lse, target, ignored, ignoring, keep, spread, s
             continue
         row, shift = logits[r], lse[r]
         factor = grad[r if grad.size == rows else 0] * scale
-        if -np.inf < shift < np.inf and not _shifted_exp_row(row, shift, spread, factor, out):
+        if not _shifted_exp_row(row, shift, spread, factor, out):
             out[t] = ((exp_nonpositive(row[t] - shift) - spread) - keep) * factor
             continue
         for j in range(row.size):
@@ -237,7 +238,8 @@ def _backward_rows(grad, logits, lse, target, ignored, ignoring, keep, spread, s
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _shifted_exp_row(row, shift, spread, factor, out):
     """``out = (exp(row - shift) - spread) * factor`` in a vectorized loop; returns how many entries
-    were above ``shift`` or NaN, which that exp does not take (0 for the forward's shift)."""
+    minus ``shift`` were above 0 or NaN, which that exp does not take (0 for the forward's shift; an
+    infinite shift gives -inf, whose exp is 0, or NaN)."""
     wide_vectors()
     zero, one = row.dtype.type(0), row.dtype.type(1)
     outside = zero  # counted in the row's dtype: integer lanes would halve the vectors' width
@@ -246,6 +248,12 @@ def _shifted_exp_row(row, shift, spread, factor, out):
         outside += zero if v <= 0 else one
         out[j] = (exp_nonpositive(v) - spread) * factor
     return outside
+
+
+def _smoothing_scalars(logits: np.ndarray, label_smoothing: float) -> tuple[Any, Any]:
+    """``1 - s`` and ``s / C`` in the logits' dtype, as numpy casts a Python float meeting the array."""
+    dtype = logits.dtype.type
+    return dtype(1 - label_smoothing), dtype(label_smoothing / logits.shape[1])
 
 
 def _loops_take(logits: np.ndarray) -> bool:
@@ -262,10 +270,9 @@ def cross_entropy_forward(logits: np.ndarray, target: np.ndarray, ignore_index: 
     ignored, ignoring = _check_targets(target, logits.shape[1], ignore_index)
     if not _loops_take(logits):
         return cross_entropy_forward_numpy(logits, target, ignore_index, label_smoothing)
-    dtype = logits.dtype.type
     losses, lse = np.empty(logits.shape[0], logits.dtype), np.empty(logits.shape[0], logits.dtype)
-    _forward_rows(logits, target, ignored, ignoring, dtype(1 - label_smoothing),
-                  dtype(label_smoothing / logits.shape[1]), bool(label_smoothing), losses, lse)
+    _forward_rows(logits, target, ignored, ignoring, *_smoothing_scalars(logits, label_smoothing),
+                  bool(label_smoothing), losses, lse)
     return losses, lse
 
 
@@ -283,8 +290,7 @@ def cross_entropy_backward(grad: np.ndarray, logits: np.ndarray, lse: np.ndarray
     ignored, ignoring = _check_targets(target, logits.shape[1], ignore_index)
     if not _loops_take(logits):
         return cross_entropy_backward_numpy(grad, logits, lse, target, ignore_index, label_smoothing, grad_scale)
-    dtype = logits.dtype.type
     dlogits = np.empty(logits.shape, logits.dtype)
     _backward_rows(grad.astype(logits.dtype).reshape(-1), logits, lse, target, ignored, ignoring,
-                   dtype(1 - label_smoothing), dtype(label_smoothing / logits.shape[1]), dtype(grad_scale), dlogits)
+                   *_smoothing_scalars(logits, label_smoothing), logits.dtype.type(grad_scale), dlogits)
     return dlogits
