@@ -28,6 +28,8 @@ import sys
 
 # Numba's threading-layer choices under which it may pick its OpenMP layer.
 _OMP_CAPABLE_LAYERS = {"default", "omp", "threadsafe", "forksafe"}
+# tinynorm's GOMP_SPINCOUNT, unless you set your own (see configure).
+SHORT_SPIN = "3000"
 
 
 def foreign_openmp_loaded() -> bool:
@@ -45,7 +47,6 @@ layer_load: str | None = None
 # Whether configure() chose the spin itself (you had set none), the GOMP_SPINCOUNT tinynorm's libgomp
 # read (None: libgomp's default or your OMP_WAIT_POLICY), and whether PyTorch was imported before
 # tinynorm (then its OpenMP runtime read the environment before tinynorm could set anything).
-SHORT_SPIN = "3000"
 spin_set_by_tinynorm = False
 spin_count: str | None = None
 torch_imported_first = False
