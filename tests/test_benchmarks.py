@@ -28,7 +28,7 @@ def test_forward_gflop_counts_each_convolution_and_linear_layer():
 def test_scale_benchmark_imports_torch_first_and_records_the_settings(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "scale.json"
-    env = user_environment()  # a user's environment: no OpenMP or OpenBLAS settings
+    env = user_environment()  # this process imported tinynorm, which set its OpenMP spin here
     result = subprocess.run([sys.executable, "-m", "tinynorm.benchmarks.scale", "--smoke", "--out", str(out)],
                             capture_output=True, text=True, timeout=600, check=False, env=env)
     assert result.returncode == 0, result.stderr[-3000:]

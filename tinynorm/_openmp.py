@@ -15,10 +15,6 @@ loads ``omppool`` at once; if another OpenMP runtime already sits in the global 
 ``RTLD_DEEPBIND``, so that its symbols resolve to its own libgomp, initialised now with tinynorm's
 settings. Without a foreign runtime (the usual case) it is a plain import, so that allocator
 interposition (``LD_PRELOAD``), which ``RTLD_DEEPBIND`` would bypass, keeps working.
-
-The short spin is tinynorm's own: once its libgomp has read it, the variable leaves the environment
-again, so that an OpenMP runtime loaded later (PyTorch's, imported after tinynorm) and child processes
-get the settings you chose, as if tinynorm had not been imported.
 """
 from __future__ import annotations
 
@@ -28,8 +24,6 @@ import sys
 
 # Numba's threading-layer choices under which it may pick its OpenMP layer.
 _OMP_CAPABLE_LAYERS = {"default", "omp", "threadsafe", "forksafe"}
-# tinynorm's GOMP_SPINCOUNT, unless you set your own (see configure).
-SHORT_SPIN = "3000"
 
 
 def foreign_openmp_loaded() -> bool:
@@ -44,11 +38,9 @@ def foreign_openmp_loaded() -> bool:
 # isolated from it), 'plain', or 'skipped' (another threading layer is configured, omppool was already
 # loaded, the platform has no RTLD_DEEPBIND, or there is no libgomp).
 layer_load: str | None = None
-# Whether configure() chose the spin itself (you had set none), the GOMP_SPINCOUNT tinynorm's libgomp
-# read (None: libgomp's default or your OMP_WAIT_POLICY), and whether PyTorch was imported before
-# tinynorm (then its OpenMP runtime read the environment before tinynorm could set anything).
+# Whether configure() set GOMP_SPINCOUNT itself (nothing was set), and whether PyTorch was imported
+# before tinynorm (then its OpenMP runtime read the environment before tinynorm could set anything).
 spin_set_by_tinynorm = False
-spin_count: str | None = None
 torch_imported_first = False
 
 
@@ -60,15 +52,12 @@ def configure() -> None:
     wake-up on a quiet one; a short spin keeps both fast (measured: docs/benchmarks.md). Your own
     ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` takes precedence.
     """
-    global layer_load, spin_count, spin_set_by_tinynorm, torch_imported_first
+    global layer_load, spin_set_by_tinynorm, torch_imported_first
     torch_imported_first = "torch" in sys.modules
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = SHORT_SPIN
+        os.environ["GOMP_SPINCOUNT"] = "3000"
         spin_set_by_tinynorm = True
-    spin_count = os.environ.get("GOMP_SPINCOUNT")
     layer_load = _load_openmp_layer()
-    if spin_set_by_tinynorm and layer_load != "skipped":  # read by now; a layer loaded later still needs it
-        del os.environ["GOMP_SPINCOUNT"]
 
 
 def _load_openmp_layer() -> str:
@@ -104,7 +93,7 @@ def threading_settings() -> dict[str, object]:
         "numba_threading_layer": layer,
         "openmp_layer_load": layer_load,
         "torch_imported_first": torch_imported_first,
-        "GOMP_SPINCOUNT": spin_count,
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),
         "GOMP_SPINCOUNT_set_by_tinynorm": spin_set_by_tinynorm,
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),

@@ -191,7 +191,7 @@ def threading_info(speedup_before: float | None = None) -> dict:
     if torch is not None:
         spin = "libgomp default (300000)"
         if not (_openmp.torch_imported_first and _openmp.spin_set_by_tinynorm):
-            spin = os.environ.get("GOMP_SPINCOUNT", spin)  # the environment as torch read it
+            spin = os.environ.get("GOMP_SPINCOUNT", spin)  # torch read the environment tinynorm had set
         info["torch"] = {"threads": torch.get_num_threads(), "GOMP_SPINCOUNT": spin,
                          "imported_first": _openmp.torch_imported_first}
     return info
