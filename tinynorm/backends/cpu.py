@@ -108,6 +108,7 @@ from ..kernels.cpu.cross_entropy import cross_entropy_backward, cross_entropy_fo
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward  # noqa: F401
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward  # noqa: F401
 from ..kernels.cpu import index_add as _index_add_kernel
+from ..kernels.cpu.index_count import count_indices  # noqa: F401  (an op's check of its indices)
 from ..kernels.cpu import column_sums as _column_sums
 from ..kernels.cpu.optim import adam_update, sgd_update  # noqa: F401
 from ..kernels.cpu.matmul import matmul  # noqa: F401
@@ -125,7 +126,7 @@ from ..kernels.cpu.softmax import (  # noqa: F401  (over the last axis)
     softmax_backward,
     softmax_forward,
 )
-from . import indices_out_of_range, is_basic_index
+from . import is_basic_index
 
 name = "cpu"
 # The CPU norm kernels have no float16 version: ops convert float16 data to float32 for them.
@@ -255,13 +256,6 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None) ->
 def take_along_axis(a: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
     """numpy's ``take_along_axis``, for indices the op has checked (numpy checks them again, for free)."""
     return np.take_along_axis(a, indices, axis)
-
-
-def count_indices(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
-    """``(outside, ignored)``: entries of ``indices`` outside ``[0, upper)`` and not ``ignore_index``, and
-    entries equal to ``ignore_index`` (0 when None)."""
-    ignored = 0 if ignore_index is None else int(np.count_nonzero(indices == ignore_index))
-    return int(np.count_nonzero(indices_out_of_range(indices, upper, ignore_index))), ignored
 
 
 def index_add(shape: tuple[int, ...], index: Any, values: np.ndarray) -> np.ndarray:
