@@ -4,6 +4,7 @@ import numba
 import numpy as np
 import pytest
 
+from tinynorm.kernels.cpu import index_count
 from tinynorm.kernels.cpu.index_count import _count, count_indices, count_indices_numpy
 
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -45,7 +46,23 @@ def test_a_uint64_entry_equals_only_its_own_value(value, ignore_index):
     assert count_indices(indices, 10, ignore_index) == (1, 0)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+@pytest.mark.parametrize("upper, ignore_index", [
+    (2 ** 63 - 1, None), (2 ** 63 - 1, 2 ** 63 - 1), (2 ** 63 - 1, -2 ** 63),  # the compiled pass's limits
+    (2 ** 63, None), (2 ** 63, -2 ** 63 - 1), (2 ** 63 - 1, 2 ** 63),  # beyond them
+])
+def test_bounds_at_the_limits_of_int64(upper, ignore_index):
+    info = np.iinfo(np.int64)
+    indices = np.array([info.max, info.max - 1, info.min, 0, -1])
+    assert count_indices(indices, upper, ignore_index) == python_count(indices, upper, ignore_index)
+
+
+@pytest.mark.parametrize("dtype", [">i8", ">i4", ">u2"])
+def test_big_endian_indices_count_as_numpy_does(dtype):
+    indices = np.array([1, 300, 7, 9], dtype)
+    assert count_indices(indices, 8, 7) == python_count(indices, 8, 7) == (2, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32])
 def test_the_compiled_pass_runs_for_the_loop_dtypes(dtype):
     indices = np.array([0, 2, 5], dtype)
     assert count_indices(indices, 2, 5) == (1, 1)
@@ -76,9 +93,14 @@ def test_numpy_integer_and_bool_arguments_count_as_numpy_does(upper, ignore_inde
     assert count_indices(indices, upper, ignore_index) == count_indices_numpy(indices, upper, ignore_index)
 
 
-def test_a_subclass_keeps_numpy_form():
+def test_a_subclass_keeps_numpy_form(monkeypatch):
     class Marked(np.ndarray):
         pass
 
-    indices = np.array([0, 4, -100]).view(Marked)
-    assert count_indices(indices, 3, -100) == (1, 1)
+    def compiled_pass(*args):
+        raise AssertionError("a subclass took the compiled pass")
+
+    monkeypatch.setattr(index_count, "_count", compiled_pass)
+    assert count_indices(np.array([0, 4, -100]).view(Marked), 3, -100) == (1, 1)
+    with pytest.raises(AssertionError, match="compiled pass"):  # the spy is in place
+        count_indices(np.array([0, 4, -100]), 3, -100)

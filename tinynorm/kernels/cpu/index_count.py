@@ -1,10 +1,11 @@
 """The check every indexing op and loss makes before its kernel reads at integer indices: how many
 entries lie outside ``[0, upper)`` (and are not ``ignore_index``), and how many equal ``ignore_index``.
 
-:func:`count_indices_numpy` is the reference: three or four array passes, each with its temporary.
-:func:`count_indices` counts both in one compiled pass over signed or narrow unsigned indices (uint64
-would be compared in float64 by Numba, so it keeps numpy's form), for the few indices an op checks
-per call: the targets of a loss, an embedding's ids (measured: docs/benchmarks.md).
+:func:`count_indices_numpy` is the reference: a temporary array for each comparison, four array
+passes without an ignore index and eight with one. :func:`count_indices` counts both in one compiled
+pass over native-order signed or narrow unsigned indices, for the few indices an op checks per call:
+the targets of a loss, an embedding's ids (measured: docs/benchmarks.md). uint64 (which Numba would
+compare with an int64 in float64), other dtypes, subclasses and non-int bounds keep numpy's form.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ _LOOP_DTYPES = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.i
 
 
 def count_indices_numpy(indices: np.ndarray, upper: int, ignore_index: int | None = None) -> tuple[int, int]:
-    """``(outside, ignored)`` with numpy's comparisons, which are exact for any integer dtype and int."""
+    """``(outside, ignored)`` with numpy's comparisons, which are exact for any integer dtype and int.
+    (``tinynorm.backends.indices_out_of_range``, which ops use to name the bad entries, is the same
+    ``outside`` mask; kernels import nothing from the backends.)"""
     outside = (indices < 0) | (indices >= upper)
     if ignore_index is None:
         return int(np.count_nonzero(outside)), 0
