@@ -61,6 +61,12 @@ def force_lanes(monkeypatch, lanes):
     monkeypatch.setattr(conv_implicit, "_backward_plan", functools.lru_cache(conv_implicit._backward_plan.__wrapped__))
 
 
+def force_gemm_path(monkeypatch):
+    """Send every convolution, forward and backward, down the GEMM path."""
+    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    monkeypatch.setattr(conv, "_is_forward_by_rows", lambda *args: False)
+
+
 @pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", IMPLICIT_CASES)
@@ -79,7 +85,7 @@ def test_implicit_convolution_matches_reference(case, threads, lanes, calls, mon
 @pytest.mark.parametrize("case", IMPLICIT_CASES[:2])
 def test_implicit_convolution_matches_gemm_path(case, calls, monkeypatch):
     _, implicit = run(case, np.random.default_rng(12))
-    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    force_gemm_path(monkeypatch)
     _, gemm = run(case, np.random.default_rng(12))
     assert calls == {"forward": 1, "backward": 1}
     for a, b in zip(implicit, gemm):
@@ -115,12 +121,46 @@ def test_results_depend_on_the_thread_count_only(monkeypatch):
 
 @pytest.mark.parametrize("channels, kernel, implicit", [(7, 3, False), (16, 2, True)])
 def test_weight_rows_from_min_implicit_row_take_the_implicit_path(channels, kernel, implicit, calls):
+    """Shorter rows run the forward by rows and the backward on the GEMM path."""
     assert conv.MIN_IMPLICIT_ROW == 64  # 7 * 3 * 3 = 63 values, 16 * 2 * 2 = 64
     x = np.ones((2, channels, 6, 6), np.float32)
     weight = np.ones((4, channels, kernel, kernel), np.float32)
     y, saved = conv2d_forward(x, weight, None, 1, 1)
     conv2d_backward(y, saved, x.shape, weight, 1, 1)
-    assert calls == ({"forward": 1, "backward": 1} if implicit else {"forward": 0, "backward": 0})
+    assert calls == {"forward": 1, "backward": 1 if implicit else 0}
+    assert conv._is_forward_by_rows(np.dtype(np.float32), 1, channels * kernel * kernel) == (not implicit)
+    assert not conv._is_forward_by_rows(np.dtype(np.float64), 1, 9)  # float64 and groups: the GEMM path
+    assert not conv._is_forward_by_rows(np.dtype(np.float32), 2, 9)
+
+
+# Short weight rows (C * kh * kw < MIN_IMPLICIT_ROW): the forward by rows.
+BY_ROWS_CASES = [
+    (3, 1, 13, 7, 9, 3, 1, (1, 1, 1, 1), 1),  # one channel (a first layer), 13 outputs
+    (2, 3, 40, 11, 10, 3, 2, (1, 1, 1, 1), 1),  # three channels, stride 2, O > 32
+    (2, 2, 8, 9, 12, (3, 2), (2, 3), (2, 0, 1, 2), (2, 1)),  # asymmetric kernel, stride, padding, dilation
+    (2, 1, 8, 5, 70, 3, 1, (1, 1, 1, 1), 1),  # 70 outputs a row: three blocks of 32 lanes, the last short
+    (2, 7, 9, 16, 16, 3, 1, (1, 1, 1, 1), 1),  # 63 values a row, rows exactly one block of 16
+    (2, 2, 5, 6, 4, 5, 1, (2, 2, 2, 2), 1),  # 5x5 kernel on two channels
+    (2, 1, 3, 1, 1, 3, 1, (1, 1, 1, 1), 1),  # a 1x1 input
+]
+
+
+@pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", BY_ROWS_CASES)
+def test_forward_by_rows_matches_reference_and_gemm_path(case, threads, lanes, calls, monkeypatch):
+    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
+    force_lanes(monkeypatch, lanes)
+    (x, weight, bias, dy), ours = run(case, np.random.default_rng(16))
+    assert calls == {"forward": 1, "backward": 0}
+    ref_y, ref_backward = ref_general_conv2d(x, weight, bias, case[6], case[7], case[8], 1)
+    for actual, expected in zip(ours, (ref_y, *ref_backward(dy))):
+        assert actual.dtype == np.float32 and actual.flags.c_contiguous
+        assert_close(actual, expected, np.float32)
+    force_gemm_path(monkeypatch)
+    _, gemm = run(case, np.random.default_rng(16))
+    assert_close(ours[0], gemm[0], np.float32)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
@@ -135,7 +175,7 @@ def test_implicit_padding_modes_match_gemm_path(mode, calls, monkeypatch):
         return (y, *conv2d_backward(dy, saved, x.shape, weight, 1, 1, padding_mode=mode)[:2])
 
     implicit = both_passes()
-    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    force_gemm_path(monkeypatch)
     for a, b in zip(implicit, both_passes()):
         assert_close(a, b, np.float32)
     assert calls == {"forward": 1, "backward": 1}
@@ -158,7 +198,7 @@ def test_non_finite_values_reach_what_the_gemm_path_reaches(calls, monkeypatch):
         return (y, *conv2d_backward(dy, saved, x.shape, w, 1, 1)[:2])
 
     implicit = passes(weight) + passes(infinite_weight)
-    monkeypatch.setattr(conv, "MIN_IMPLICIT_ROW", 10**9)
+    force_gemm_path(monkeypatch)
     gemm = passes(weight) + passes(infinite_weight)
     assert calls == {"forward": 2, "backward": 1}  # a non-finite weight's backward takes the GEMM path
     assert not np.isfinite(implicit[2]).all()  # the test reaches non-finite weight gradients
@@ -179,27 +219,33 @@ def test_narrow_blocks_where_wide_ones_would_pad_by_a_tenth_more(count, lanes):
 @pytest.mark.parametrize("h, w, kernel, stride, pads, dilation", [
     (1, 1, 3, 1, (1, 1, 1, 1), 1), (7, 9, 3, 2, (1, 1, 1, 1), 1), (9, 12, (3, 2), (2, 3), (2, 0, 1, 2), (2, 1)),
     (5, 40, 5, 3, (2, 2, 0, 4), 2), (8, 8, 1, 2, (1, 1, 1, 1), 1), (3, 31, 3, 1, (1, 1, 1, 1), 1),
+    (16, 30, 3, 1, (1, 1, 1, 1), 1), (4, 70, 3, 1, (1, 1, 1, 1), 1),  # the last row's block ends past the wide ones
 ])
 def test_grid_planes_have_room_for_every_block_the_kernels_read(h, w, kernel, stride, pads, dilation):
     """The kernels do not check their indices: the forward reads a tap's run up to the last whole block of
-    wide positions, the input gradient ``dy`` up to LANES past the last phase position."""
+    wide positions (or, by rows, up to the last row's last whole block), the input gradient ``dy`` up to
+    LANES past the last phase position."""
     geometry = conv.conv2d_geometry((1, 1, h, w), (1, 1, *pair(kernel)), stride, pads, dilation)
     plan = conv._grid_plan(h, w, geometry)
     assert plan.wide_pixel.size % conv_implicit.LANES == 0
     assert plan.plane_size >= plan.tap_offset.max() + plan.wide_pixel.size
+    (out_h, out_w), lanes = plan.out_size, conv_implicit.LANES
+    assert plan.plane_size >= plan.tap_offset.max() + (out_h - 1) * plan.wq + conv_implicit.padded(out_w, lanes)
     backward = conv_implicit._backward_plan(1, h, w, plan.pad_top, plan.pad_left, plan.stride, plan.wq,
                                             plan.plane_size, tuple(plan.tap_phase), tuple(plan.tap_offset))
     span = backward.phase_span.max()
     assert backward.phase_pixel.shape[1] >= span + conv_implicit.LANES - 1 and span <= plan.plane_size
 
 
-@pytest.mark.parametrize("dtype, channels, groups", [(np.float32, 3, 1), (np.float64, 16, 1), (np.float32, 16, 2)])
-def test_other_convolutions_take_the_gemm_path(dtype, channels, groups, calls):
+@pytest.mark.parametrize("dtype, channels, groups, forward", [(np.float32, 3, 1, 1), (np.float64, 16, 1, 0),
+                                                               (np.float32, 16, 2, 0)])
+def test_other_convolutions_take_the_gemm_path(dtype, channels, groups, forward, calls):
+    """Short float32 rows only for the forward (by rows); float64 and groups both ways."""
     x = np.ones((2, channels, 6, 6), dtype)
     weight = np.ones((4, channels // groups, 3, 3), dtype)
     y, saved = conv2d_forward(x, weight, None, 1, 1, 1, groups)
     conv2d_backward(y, saved, x.shape, weight, 1, 1, 1, groups)
-    assert calls == {"forward": 0, "backward": 0}
+    assert calls == {"forward": forward, "backward": 0}
 
 
 @pytest.mark.parametrize("needs_input_grad", [True, False])

@@ -2,13 +2,16 @@
 groups), on the input's *grid* layout of ``conv_grid.py``: zero padded and split into stride phases, so
 that every kernel tap reads one contiguous run of it.
 
-Two ways through the grid, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
+Three ways through the grid, chosen by measurement (float32, 2-core AMD EPYC with AVX-512, numbers in
 docs/benchmarks.md):
 
 - float32 without groups, weight rows (C * kh * kw) of at least MIN_IMPLICIT_ROW values:
   ``conv_implicit.py``'s register-blocked kernels read the runs straight from the grid, for the forward
   and both gradients (85-95 GFLOP/s per core on the products, no column matrix).
-- the others (float64, groups, short rows such as a first layer's): one OpenBLAS GEMM per chunk,
+- float32 without groups on shorter weight rows (a first layer's on a few channels: up to seven for
+  3x3): the same kernels for the forward, in blocks of output rows, each written out as contiguous
+  runs (``by_rows``); their backward takes the GEMM path below.
+- the others (float64, groups, and short rows' backward): one OpenBLAS GEMM per chunk,
   ``weight (O, C*kh*kw) @ cols (C*kh*kw, samples * OH * OW)``. ``cols`` is built from the grid by
   copying contiguous rows of runs, in chunks of samples whose ``cols`` fit in the L2 cache (1 MiB);
   the backward rebuilds each chunk's ``cols`` from the saved grid instead of keeping a 9x copy of the
@@ -161,9 +164,11 @@ def _grid_plan(h: int, w: int, geometry: ConvGeometry) -> GridPlan:
     tap_phase = np.array([(a % sh) * sw + b % sw for a, b in taps], dtype=np.int64)
     tap_offset = np.array([(a // sh) * wq + b // sw for a, b in taps], dtype=np.int64)
     rows = -(-(h + pt + pb) // sh)
-    # Room for the last tap's last row, in whole blocks of positions for conv_implicit's kernels.
+    # Room for the last tap's last row, in whole blocks of positions for conv_implicit's kernels (of wide
+    # positions, or of output rows).
     wide = conv_implicit.padded(out_h * wq, conv_implicit.LANES)
-    plane_size = max(rows * wq, int(tap_offset.max()) + wide)
+    last_row_end = (out_h - 1) * wq + conv_implicit.padded(geometry.out_size[1], conv_implicit.LANES)
+    plane_size = max(rows * wq, int(tap_offset.max()) + max(wide, last_row_end))
     wide_pixel = np.full(wide, -1, dtype=np.int64)
     oh, ow = np.divmod(np.arange(out_h * wq), wq)
     kept = ow < geometry.out_size[1]
@@ -177,6 +182,13 @@ def _is_implicit(dtype: np.dtype, groups: int, weight_row: int) -> bool:
     blocks would not fit the registers; grouped ones; and short rows, such as a first layer's on one or
     three channels, where the blocks are mostly filled and emptied)."""
     return dtype == np.float32 and groups == 1 and weight_row >= MIN_IMPLICIT_ROW
+
+
+def _is_forward_by_rows(dtype: np.dtype, groups: int, weight_row: int) -> bool:
+    """float32 forwards without groups on short weight rows run conv_implicit's kernel in blocks of output
+    rows: their blocks gain only a few products each, and a block of rows goes out in contiguous runs
+    (measured: docs/benchmarks.md). Their backward stays on the GEMM path."""
+    return dtype == np.float32 and groups == 1 and weight_row < MIN_IMPLICIT_ROW
 
 
 def _is_pointwise(geometry: ConvGeometry) -> bool:
@@ -368,8 +380,9 @@ def conv2d_forward(
     plan = _grid_plan(x.shape[2], x.shape[3], geometry)
     grid = empty_grid(x.shape, plan, x.dtype)
     ranges = _sample_ranges(x.shape[0], math.prod(y_shape) * weights.shape[2])
-    if _is_implicit(x.dtype, groups, weights.shape[2]):
-        return conv_implicit.forward(x, weight, bias, grid, plan, ranges), grid
+    by_rows = _is_forward_by_rows(x.dtype, groups, weights.shape[2])
+    if by_rows or _is_implicit(x.dtype, groups, weights.shape[2]):
+        return conv_implicit.forward(x, weight, bias, grid, plan, ranges, by_rows), grid
     y = np.empty(y_shape, dtype=x.dtype)
     rows = weights.shape[0] * weights.shape[2]
 

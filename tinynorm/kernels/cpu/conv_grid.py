@@ -7,7 +7,8 @@ convolution reads, for all its outputs at once, one contiguous run of a phase pl
 grid[n, c, tap_phase[t], tap_offset[t]:tap_offset[t] + lq]`` holds the value under tap ``t`` for
 output ``oh * wq + ow`` (the *wide* positions), for every ``oh < OH`` and ``ow < wq``; its columns
 ``ow >= OW`` wrap into the next row and are skipped. Each phase plane has room for the last tap's run
-rounded up to whole blocks of ``conv_implicit.LANES`` positions, which its kernels read.
+rounded up to whole blocks of ``conv_implicit.LANES`` positions (and for its last output row's, which
+the forward by rows reads), which its kernels read.
 
 ``conv_implicit.py`` computes on the runs directly. For the GEMM path, the column matrix (``OH * OW``
 columns per sample) is built by plain copies of the runs' rows (``grid_columns``) and folded back by

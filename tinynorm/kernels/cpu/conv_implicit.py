@@ -25,11 +25,14 @@ The input gradient meets the zeros of ``dy`` around its output positions, so it 
 Design, measured (docs/benchmarks.md): 8 x 32 float32 accumulators are 16 AVX-512 registers, which
 leaves registers for the broadcasts and loads (the kernels ask LLVM for 512-bit vectors,
 ``_vector_width.py``: in 256-bit ones the block spills); LLVM keeps the block in registers only when
-the rows are written out one by one (a loop over the rows became gathers and scatters). Walking positions in the
-outer loop and channel blocks in the inner one keeps a block of positions' runs in the L1 cache for
-every channel block. The forward builds each sample's grid just before its outputs, and the backward
-takes one sample at a time through its layouts of ``dy`` and both gradients, so that a sample's data
-stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
+the rows are written out one by one (a loop over the rows became gathers and scatters). The forward
+walks the blocks of output channels in its outer loop and the positions in the inner one, so that its
+stores go to ROWS output planes at a time rather than to all of them (the sample's grid, reread by
+each block, stays in the L2 cache); with short weight rows (a first layer's), its blocks of positions
+lie within one output row, each block row stored as one contiguous run (``by_rows``), since a block of
+a few products cannot pay for the wide positions' scattered stores. The forward builds each sample's
+grid just before its outputs, and the backward takes one sample at a time through its layouts of
+``dy`` and both gradients, so that a sample's data stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
 57-84 on the column matrices' shapes, and no column matrix is written. Compiled for AVX2 (16 vector
 registers, so the block spills) the kernels still ran ahead of the GEMM path. Ranges of samples run on
 Numba's threads (``prange``), the pool of the other parallel kernels, whose threads are still awake
@@ -99,11 +102,11 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
     """
     wide_vectors()
     taps = tap_phase.size
-    for q0 in range(0, wide_pixel.size, len(lanes)):
-        for block in range(weight_blocks.shape[0]):
+    for block in range(weight_blocks.shape[0]):  # outermost: the block's ROWS output planes fill in turn
+        weights = weight_blocks[block]
+        for q0 in range(0, wide_pixel.size, len(lanes)):
             acc = stack_array(ROWS, lanes, y.dtype)
             acc[:] = 0
-            weights = weight_blocks[block]
             for c in range(grid.shape[0]):
                 for t in range(taps):
                     _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
@@ -115,15 +118,45 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
                         y[first + i, pixel] = acc[i, j] + bias[first + i]
 
 
+@njit(fastmath=FASTMATH, nogil=True)
+def _forward_sample_by_rows(grid, weight_blocks, bias, y, tap_phase, tap_offset, out_w, wq, lanes):
+    """:func:`_forward_sample` with each block of positions inside one output row (``ow0 <= ow < ow0 +
+    len(lanes)``, the lanes past OW computed and dropped), so that each of its rows goes out as one
+    contiguous run of ``y``: the write-out of short weight rows, where a block gains only a few
+    products, then costs little."""
+    wide_vectors()
+    taps = tap_phase.size
+    for block in range(weight_blocks.shape[0]):
+        weights = weight_blocks[block]
+        for oh in range(y.shape[1] // out_w):
+            for ow0 in range(0, out_w, len(lanes)):
+                q0, pixel, count = oh * wq + ow0, oh * out_w + ow0, min(len(lanes), out_w - ow0)
+                acc = stack_array(ROWS, lanes, y.dtype)
+                acc[:] = 0
+                for c in range(grid.shape[0]):
+                    for t in range(taps):
+                        _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
+                first = block * ROWS
+                for i in range(ROWS):
+                    row, shift = y[first + i, pixel:pixel + count], bias[first + i]
+                    for j in range(count):
+                        row[j] = acc[i, j] + shift
+
+
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes, start,
-                     stop):
+def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w, by_rows,
+                     lanes, start, stop):
     """Samples [start, stop): each one's grid (``grid_layout``: to_grid_planes' pad_top, pad_left, sh,
-    sw, wq), then its outputs while the grid is still in the cache."""
+    sw, wq), then its outputs while the grid is still in the cache, in blocks of wide positions or,
+    with ``by_rows``, of output rows."""
     channels = x.shape[1]
     for n in range(start, stop):
         to_grid_planes(x, grid, *grid_layout, n * channels, (n + 1) * channels)
-        _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel, lanes)
+        if by_rows:
+            _forward_sample_by_rows(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, out_w, grid_layout[4],
+                                    lanes)
+        else:
+            _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel, lanes)
 
 
 @njit(fastmath=FASTMATH, nogil=True)
@@ -221,11 +254,12 @@ def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, we
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes, bounds):
+def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w, by_rows,
+                    lanes, bounds):
     """:func:`_forward_samples` for each range of samples ``bounds[r]:bounds[r + 1]``, one per thread."""
     for r in prange(bounds.size - 1):
-        _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes,
-                         bounds[r], bounds[r + 1])
+        _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w,
+                         by_rows, lanes, bounds[r], bounds[r + 1])
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -259,10 +293,10 @@ def _bounds(ranges: list[tuple[int, int]]) -> np.ndarray:
 
 
 def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarray, plan: GridPlan,
-            ranges: list[tuple[int, int]]) -> np.ndarray:
+            ranges: list[tuple[int, int]], by_rows: bool = False) -> np.ndarray:
     """The convolution of float32 NCHW ``x`` by ``weight`` (O, C, kh, kw) plus ``bias``, each range of
     samples on its own thread (:func:`_forward_ranges`); fills ``grid`` (the backward's saved input) on
-    the way."""
+    the way. ``by_rows``: blocks of output rows (:func:`_forward_sample_by_rows`), for short weight rows."""
     out_channels = weight.shape[0]
     blocks = _row_blocks(weight.reshape(out_channels, -1))
     rows = blocks.shape[0] * ROWS
@@ -270,10 +304,12 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarra
     y = np.empty((x.shape[0], rows, plan.per_sample), dtype=x.dtype)
 
     layout = (plan.pad_top, plan.pad_left, *plan.stride, plan.wq)
-    lanes = lanes_for(plan.out_size[0] * plan.wq)
+    out_w = plan.out_size[1]
+    lanes = lanes_for(out_w if by_rows else plan.out_size[0] * plan.wq)
     wide_pixel = plan.wide_pixel[:padded(plan.out_size[0] * plan.wq, lanes)]
 
-    arguments = (x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel, width(lanes))
+    arguments = (x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel, out_w, by_rows,
+                 width(lanes))
     if len(ranges) == 1:
         _forward_samples(*arguments, *ranges[0])
     elif ranges:
