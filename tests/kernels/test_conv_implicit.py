@@ -142,6 +142,7 @@ BY_ROWS_CASES = [
     (2, 7, 9, 16, 16, 3, 1, (1, 1, 1, 1), 1),  # 63 values a row, rows exactly one block of 16
     (2, 2, 5, 6, 4, 5, 1, (2, 2, 2, 2), 1),  # 5x5 kernel on two channels
     (2, 1, 3, 1, 1, 3, 1, (1, 1, 1, 1), 1),  # a 1x1 input
+    (2, 2, 5, 1, 70, 3, 1, (1, 1, 1, 1), 1),  # one output row over three blocks
 ]
 
 
@@ -161,6 +162,26 @@ def test_forward_by_rows_matches_reference_and_gemm_path(case, threads, lanes, c
     force_gemm_path(monkeypatch)
     _, gemm = run(case, np.random.default_rng(16))
     assert_close(ours[0], gemm[0], np.float32)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in matmul:RuntimeWarning")  # the GEMM path's inf
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "circular"])
+@pytest.mark.parametrize("shape", [(2, 3, 3, 70), (2, 1, 7, 5), (0, 3, 6, 6)])  # rows over 3 blocks; no samples
+def test_forward_by_rows_padding_modes_and_edges_match_gemm_path(shape, mode, calls, monkeypatch):
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[..., 1, 1] = np.inf  # a non-finite input reaches the same outputs both ways
+    weight = rng.standard_normal((9, shape[1], 3, 3)).astype(np.float32)
+    by_rows = conv2d_forward(x, weight, None, 1, 1, padding_mode=mode)[0]
+    assert calls == {"forward": 1, "backward": 0}
+    force_gemm_path(monkeypatch)
+    gemm = conv2d_forward(x, weight, None, 1, 1, padding_mode=mode)[0]
+    assert by_rows.shape == gemm.shape == (shape[0], 9, *shape[2:])
+    if not gemm.size:
+        return
+    np.testing.assert_array_equal(np.isnan(by_rows), np.isnan(gemm))
+    finite = np.isfinite(gemm)
+    assert_close(np.where(finite, by_rows, 0), np.where(finite, gemm, 0), np.float32)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
@@ -219,7 +240,8 @@ def test_narrow_blocks_where_wide_ones_would_pad_by_a_tenth_more(count, lanes):
 @pytest.mark.parametrize("h, w, kernel, stride, pads, dilation", [
     (1, 1, 3, 1, (1, 1, 1, 1), 1), (7, 9, 3, 2, (1, 1, 1, 1), 1), (9, 12, (3, 2), (2, 3), (2, 0, 1, 2), (2, 1)),
     (5, 40, 5, 3, (2, 2, 0, 4), 2), (8, 8, 1, 2, (1, 1, 1, 1), 1), (3, 31, 3, 1, (1, 1, 1, 1), 1),
-    (16, 30, 3, 1, (1, 1, 1, 1), 1), (4, 70, 3, 1, (1, 1, 1, 1), 1),  # the last row's block ends past the wide ones
+    (16, 30, 3, 1, (1, 1, 1, 1), 1),  # the last row's block ends where the wide ones do
+    (4, 70, 3, 1, (1, 1, 1, 1), 1),  # and past them
 ])
 def test_grid_planes_have_room_for_every_block_the_kernels_read(h, w, kernel, stride, pads, dilation):
     """The kernels do not check their indices: the forward reads a tap's run up to the last whole block of

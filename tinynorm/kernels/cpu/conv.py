@@ -20,7 +20,7 @@ docs/benchmarks.md):
   the grid split. ``dweight`` is computed transposed because OpenBLAS threads a long-K product with few
   rows badly: ``dy_grid @ cols^T`` costs several times the CPU time of ``cols @ dy_grid^T``.
 
-Either way the threads share the batch: each of tinynorm's threads takes its own samples through every
+Every way, the threads share the batch: each of tinynorm's threads takes its own samples through every
 step with BLAS at one thread (``blas_pool.py``), and the backward adds the threads' ``dweight`` parts
 in a fixed order. Threading every GEMM instead hands work to OpenBLAS's pool and back once per chunk,
 and its idle threads spin beside the layout kernels; that ran the SmallCNN's convolutions at about the
@@ -178,9 +178,10 @@ def _grid_plan(h: int, w: int, geometry: ConvGeometry) -> GridPlan:
 
 def _is_implicit(dtype: np.dtype, groups: int, weight_row: int) -> bool:
     """float32 convolutions without groups whose weight rows (C * kh * kw) have MIN_IMPLICIT_ROW values
-    run conv_implicit's register-blocked kernels; the others the GEMM on ``cols`` (float64, whose
-    blocks would not fit the registers; grouped ones; and short rows, such as a first layer's on one or
-    three channels, where the blocks are mostly filled and emptied)."""
+    run conv_implicit's register-blocked kernels both ways; the others the GEMM on ``cols`` (float64,
+    whose blocks would not fit the registers; grouped ones; and the backward of short rows, such as a
+    first layer's on one or three channels, where the blocks are mostly filled and emptied; their
+    forward runs by rows, :func:`_is_forward_by_rows`)."""
     return dtype == np.float32 and groups == 1 and weight_row >= MIN_IMPLICIT_ROW
 
 
