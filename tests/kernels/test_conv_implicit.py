@@ -71,15 +71,22 @@ def force_gemm_path(monkeypatch):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", IMPLICIT_CASES)
 def test_implicit_convolution_matches_reference(case, threads, lanes, calls, monkeypatch):
+    matches_reference(case, threads, lanes, monkeypatch, seed=11)
+    assert calls == {"forward": 1, "backward": 1}
+
+
+def matches_reference(case, threads, lanes, monkeypatch, seed):
+    """Run ``case`` forward and backward on ``threads`` threads in blocks ``lanes`` wide, check every
+    result against the float64 reference, and return them."""
     monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)  # share out even the smallest case
     monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
     force_lanes(monkeypatch, lanes)
-    (x, weight, bias, dy), ours = run(case, np.random.default_rng(11))
-    assert calls == {"forward": 1, "backward": 1}
+    (x, weight, bias, dy), ours = run(case, np.random.default_rng(seed))
     ref_y, ref_backward = ref_general_conv2d(x, weight, bias, case[6], case[7], case[8], 1)
     for actual, expected in zip(ours, (ref_y, *ref_backward(dy))):
         assert actual.dtype == np.float32 and actual.flags.c_contiguous
         assert_close(actual, expected, np.float32)
+    return ours
 
 
 @pytest.mark.parametrize("case", IMPLICIT_CASES[:2])
@@ -150,15 +157,8 @@ BY_ROWS_CASES = [
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", BY_ROWS_CASES)
 def test_forward_by_rows_matches_reference_and_gemm_path(case, threads, lanes, calls, monkeypatch):
-    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
-    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
-    force_lanes(monkeypatch, lanes)
-    (x, weight, bias, dy), ours = run(case, np.random.default_rng(16))
+    ours = matches_reference(case, threads, lanes, monkeypatch, seed=16)
     assert calls == {"forward": 1, "backward": 0}
-    ref_y, ref_backward = ref_general_conv2d(x, weight, bias, case[6], case[7], case[8], 1)
-    for actual, expected in zip(ours, (ref_y, *ref_backward(dy))):
-        assert actual.dtype == np.float32 and actual.flags.c_contiguous
-        assert_close(actual, expected, np.float32)
     force_gemm_path(monkeypatch)
     _, gemm = run(case, np.random.default_rng(16))
     assert_close(ours[0], gemm[0], np.float32)

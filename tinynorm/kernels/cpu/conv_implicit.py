@@ -92,6 +92,17 @@ def _multiply_add(acc, a, b, lanes):
         acc[7, j] += a7 * value
 
 
+@njit(fastmath=FASTMATH, nogil=True, inline="always")
+def _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes):
+    """``acc`` (ROWS x lanes) set to the forward's sums over every input channel and tap for the
+    positions from ``q0``: ``weights[c * taps + t]`` times tap t's run of channel c's grid."""
+    taps = tap_phase.size
+    acc[:] = 0
+    for c in range(grid.shape[0]):
+        for t in range(taps):
+            _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
+
+
 @njit(fastmath=FASTMATH, nogil=True)
 def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes):
     """``y[o, pixel]`` (O_pad, OH * OW) of one sample's ``grid`` (C, phases, plane).
@@ -101,15 +112,11 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
     multiple of ``len(lanes)``).
     """
     wide_vectors()
-    taps = tap_phase.size
     for block in range(weight_blocks.shape[0]):  # outermost: the block's ROWS output planes fill in turn
         weights = weight_blocks[block]
         for q0 in range(0, wide_pixel.size, len(lanes)):
             acc = stack_array(ROWS, lanes, y.dtype)
-            acc[:] = 0
-            for c in range(grid.shape[0]):
-                for t in range(taps):
-                    _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
+            _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes)
             first = block * ROWS
             for j in range(len(lanes)):
                 pixel = wide_pixel[q0 + j]
@@ -125,17 +132,13 @@ def _forward_sample_by_rows(grid, weight_blocks, bias, y, tap_phase, tap_offset,
     contiguous run of ``y``: the write-out of short weight rows, where a block gains only a few
     products, then costs little."""
     wide_vectors()
-    taps = tap_phase.size
     for block in range(weight_blocks.shape[0]):
         weights = weight_blocks[block]
         for oh in range(y.shape[1] // out_w):
             for ow0 in range(0, out_w, len(lanes)):
                 q0, pixel, count = oh * wq + ow0, oh * out_w + ow0, min(len(lanes), out_w - ow0)
                 acc = stack_array(ROWS, lanes, y.dtype)
-                acc[:] = 0
-                for c in range(grid.shape[0]):
-                    for t in range(taps):
-                        _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
+                _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes)
                 first = block * ROWS
                 for i in range(ROWS):
                     row, shift = y[first + i, pixel:pixel + count], bias[first + i]
