@@ -36,6 +36,7 @@ from numba import njit
 from ..._checks import check_number
 from ._config import FASTMATH
 from ._exp import exp_nonpositive
+from .index_count import count_indices
 from ._row_max import finite_max
 from ._shared import FLOAT_DTYPES
 from ._vector_width import wide_vectors
@@ -96,9 +97,11 @@ def _check_targets(target: np.ndarray, classes: int, ignore_index: Any) -> tuple
     (numpy's indexing would wrap a negative one, such as -3, to a class from the end); returns
     :func:`_ignored_value`'s pair for the loops."""
     ignored, ignoring = _ignored_value(target, ignore_index)
-    bad = _first_bad_target(target, classes, ignored, ignoring)
-    if bad >= 0:
-        raise IndexError(f"target {target[bad]} is out of bounds: class indices must be in [0, {classes}) "
+    outside, _ = count_indices(target, classes, ignore_index if ignoring else None)
+    if outside:  # the first offender, for the message
+        counted = target[target != ignored] if ignoring else target
+        bad = counted[(counted < 0) | (counted >= classes)][0]
+        raise IndexError(f"target {bad} is out of bounds: class indices must be in [0, {classes}) "
                          f"or ignore_index={ignore_index}")
     return ignored, ignoring
 
@@ -138,17 +141,6 @@ def cross_entropy_backward_numpy(grad: np.ndarray, logits: np.ndarray, lse: np.n
     dlogits *= grad.astype(logits.dtype).reshape(-1, 1) * logits.dtype.type(grad_scale)  # (rows, 1) or (1, 1)
     dlogits[~kept] = 0
     return dlogits
-
-
-@njit(cache=True, error_model="numpy", nogil=True)
-def _first_bad_target(target, classes, ignored, ignoring):
-    """The first row whose target is neither a class in [0, classes) nor ``ignored`` (when
-    ``ignoring``), or -1."""
-    for r in range(target.size):
-        t = target[r]
-        if not (ignoring and t == ignored) and (t < 0 or t >= classes):
-            return r
-    return -1
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
