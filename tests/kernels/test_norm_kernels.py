@@ -18,7 +18,8 @@ from tinynorm.kernels.cpu import _shared, batch_norm, group_norm, layer_norm, rm
 from tinynorm.kernels.cpu import _config
 from tinynorm.kernels.cpu.batch_norm import (batch_norm_backward, batch_norm_backward_elemt,
                                              batch_norm_backward_reduce, batch_norm_forward, batch_norm_rstd,
-                                             batch_norm_stats, batch_norm_update_running)
+                                             batch_norm_stats, batch_norm_training_forward,
+                                             batch_norm_update_running)
 from tinynorm.kernels.cpu.group_norm import group_norm_backward, group_norm_forward
 from tinynorm.kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward
 from tinynorm.kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward
@@ -583,6 +584,7 @@ def call_every_kernel(dtype, noncontiguous):
             rstd = batch_norm_rstd(var, EPS).astype(dtype)
             y = batch_norm_forward(x3, mean, rstd, None, None)
             batch_norm_backward(y, x3, mean, rstd, None, True)
+            batch_norm_training_forward(x3, None, None, EPS, np.zeros(2, dtype), np.ones(2, dtype))
 
 
 def test_no_recompilation_after_first_call_per_dtype():

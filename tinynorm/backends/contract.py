@@ -488,6 +488,12 @@ class Normalization(Protocol):
                            out: Array | None = None) -> Array:
         """``(x - mean) * rstd * weight + bias`` per channel."""
 
+    def batch_norm_training_forward(self, x: Array, weight: Array | None, bias: Array | None, eps: float,
+                                    running_mean: Array | None = None, running_var: Array | None = None,
+                                    momentum: float = 0.1) -> tuple[Array, Array, Array]:
+        """``(y, mean, rstd)`` with the batch's own statistics: the four calls above in one, the running
+        statistics (when given, and the batch is not empty) moved toward the batch's."""
+
     def batch_norm_backward(self, dy: Array, x: Array, mean: Array, rstd: Array, weight: Array | None,
                             training: bool) -> tuple[Array, Array | None, Array | None]:
         """``(dx, dweight, dbias)``; ``training`` says the statistics came from the batch itself."""

@@ -101,6 +101,7 @@ from ..kernels.cpu.batch_norm import (  # noqa: F401
     batch_norm_forward,
     batch_norm_rstd,
     batch_norm_stats,
+    batch_norm_training_forward,
     batch_norm_update_running,
 )
 from ..kernels.cpu.conv import conv2d_backward, conv2d_forward  # noqa: F401

@@ -138,7 +138,9 @@ class GroupNorm(Function):
 
 
 class BatchNorm(Function):
-    """Normalize each channel with the given statistics ``mean`` and ``rstd`` (arrays, not tensors).
+    """Normalize each channel with the given statistics ``mean`` and ``rstd`` (arrays, not tensors), or,
+    with ``mean=None``, with the batch's own, computed in the same kernel call as the output (which also
+    moves the ``running_mean``/``running_var`` buffers, when given, toward them).
 
     ``training=True`` means the statistics were computed from ``x`` itself, so they depend on it and
     the gradient gets BatchNorm's two mean-correction terms; ``training=False`` means they are
@@ -148,12 +150,16 @@ class BatchNorm(Function):
 
     backward_name = "NativeBatchNormBackward0"
 
-
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool) -> Any:
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool,
+                running_mean: Any = None, running_var: Any = None, momentum: float = 0.0, eps: float = 0.0) -> Any:
         x3 = kernel_data(ctx.xp, as_3d(x))
         weight, bias = astype_if_needed(weight, stat_dtype(x.dtype)), astype_if_needed(bias, stat_dtype(x.dtype))
-        y = ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias)
+        if mean is None:
+            y, mean, rstd = ctx.xp.batch_norm_training_forward(x3, weight, bias, eps, running_mean, running_var,
+                                                                momentum)
+        else:
+            y = ctx.xp.batch_norm_forward(x3, mean, rstd, weight, bias)
         ctx.save_for_backward(x3, mean, rstd, weight)
         ctx.shape, ctx.training = x.shape, training
         return astype_if_needed(y, x.dtype).reshape(x.shape)
@@ -220,12 +226,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     count = x.shape[0] * math.prod(x.shape[2:])
     if count == 1:
         raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
-    xp = x._backend
-    mean, var = xp.batch_norm_stats(kernel_data(xp, as_3d(x.array)))
-    if running_mean is not None and count:
-        update_running_stats(running_mean, running_var, mean, var, count, momentum)
-    rstd = astype_if_needed(xp.batch_norm_rstd(var, eps), stat_dtype(x.dtype))
-    return BatchNorm.apply(x, weight, bias, mean, rstd, True)
+    # The statistics, the running update (skipped for an empty batch) and the output: one kernel call.
+    return BatchNorm.apply(x, weight, bias, None, None, True, running_mean, running_var, momentum, eps)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,

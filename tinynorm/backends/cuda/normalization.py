@@ -35,6 +35,7 @@ __all__ = [
     "batch_norm_forward",
     "batch_norm_rstd",
     "batch_norm_stats",
+    "batch_norm_training_forward",
     "batch_norm_update_running",
     "group_norm_backward",
     "group_norm_forward",
@@ -60,6 +61,18 @@ def batch_norm_update_running(running_mean: CudaArray, running_var: CudaArray, m
     """``running = (1 - momentum) * running + momentum * batch`` in place, the variance unbiased (see the
     kernel). Statistics in float64 (SyncBatchNorm's, merged on the host) are rounded to float32 first."""
     _bn.batch_norm_update_running(running_mean, running_var, _float32(mean), _float32(var), count, momentum)
+
+
+def batch_norm_training_forward(x: CudaArray, weight: CudaArray | None, bias: CudaArray | None, eps: float,
+                                running_mean: CudaArray | None = None, running_var: CudaArray | None = None,
+                                momentum: float = 0.1) -> tuple[CudaArray, CudaArray, CudaArray]:
+    """``(y, mean, rstd)`` with the batch's statistics, the running ones moved toward them when given (an
+    empty batch leaves them): four launches, whose fixed costs are the GPU's and not Python's."""
+    mean, var = batch_norm_stats(x)
+    if running_mean is not None and x.size:
+        batch_norm_update_running(running_mean, running_var, mean, var, x.shape[0] * x.shape[2], momentum)
+    rstd = batch_norm_rstd(var, eps)
+    return batch_norm_forward(x, mean, rstd, weight, bias), mean, rstd
 
 
 def _float32(array: object) -> object:

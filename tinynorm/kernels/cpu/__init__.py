@@ -14,6 +14,7 @@ from .batch_norm import (
     batch_norm_forward,
     batch_norm_rstd,
     batch_norm_stats,
+    batch_norm_training_forward,
     batch_norm_update_running,
 )
 from .conv import col2im, conv2d_backward, conv2d_forward, conv2d_output_size, im2col
@@ -25,8 +26,8 @@ from .softmax import log_softmax_backward, log_softmax_forward, softmax_backward
 
 __all__ = [
     "batch_norm_backward", "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_forward",
-    "batch_norm_rstd", "batch_norm_stats", "batch_norm_update_running", "col2im", "conv2d_backward", "conv2d_forward",
-    "conv2d_output_size", "im2col",
+    "batch_norm_rstd", "batch_norm_stats", "batch_norm_training_forward", "batch_norm_update_running", "col2im",
+    "conv2d_backward", "conv2d_forward", "conv2d_output_size", "im2col",
     "group_norm_backward", "group_norm_forward", "layer_norm_backward", "layer_norm_forward",
     "avg_pool2d_backward", "avg_pool2d_forward", "max_pool2d_backward", "max_pool2d_forward",
     "rms_norm_backward", "rms_norm_forward", "log_softmax_backward", "log_softmax_forward", "softmax_backward",

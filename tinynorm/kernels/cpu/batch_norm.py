@@ -13,6 +13,10 @@ Two loop shapes, because a loop over a length-1 axis cannot be vectorized:
 ``batch_norm_backward_reduce`` and ``batch_norm_backward_elemt`` are the two halves of the training
 backward pass, separate so that a SyncBatchNorm can add the per-channel sums across processes in between.
 
+Below the parallel threshold, ``batch_norm_training_forward`` (statistics, running update, rstd, output)
+and ``batch_norm_backward`` (both halves) run as one compiled call each, on the same loops: for a small
+layer the fixed costs of separate calls outweighed their work.
+
 The same math in plain numpy, for reading: :mod:`tinynorm.kernels.reference` (``batch_norm_forward``,
 ``batch_norm_backward``, ``batch_norm_update_running``).
 """
@@ -39,6 +43,10 @@ from ._shared import (
     use_parallel,
     variance_floor,
 )
+
+# The per-channel arithmetic that must round as numpy does: no fastmath, stated (a helper that leaves it
+# unset is compiled with its caller's, and the compiled loops here have fastmath), and IEEE division.
+IEEE_HELPER_OPTIONS = {"cache": True, "fastmath": False, "error_model": "numpy"}
 
 # Rows per tile in the S == 1 statistics: each tile's float32 sums are merged into the float64 totals.
 TILE_ROWS = 64
@@ -236,8 +244,8 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     channels = x.shape[1]
     mean = check_like("mean", mean, (channels,), x.dtype)
     rstd = check_like("rstd", rstd, (channels,), x.dtype)
-    with ieee_quietly():  # an infinite rstd (eps = 0, constant channel) gives NaN, as IEEE arithmetic
-        scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    scale = np.empty(channels, x.dtype)
+    _affine_scale(rstd, param_or_fill("weight", weight, channels, x.dtype, 1.0), scale)
     shift = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     y = output(out, x.shape, x.dtype)
     if use_parallel(x.size):
@@ -245,6 +253,90 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     elif x.size:
         _scale_shift_rows(x, mean, scale, shift, y, 0, x.shape[0])
     return y
+
+
+@njit(**IEEE_HELPER_OPTIONS)
+def _affine_scale(rstd, weight, scale):
+    """``scale = rstd * weight``, each product rounded on its own (no ``fastmath``, which could fuse it
+    into the normalization's multiply-add); an infinite rstd (eps = 0, a constant channel) times a zero
+    weight gives NaN, as IEEE arithmetic."""
+    for c in range(scale.size):
+        scale[c] = rstd[c] * weight[c]
+
+
+@njit(**JIT_OPTIONS)
+def _training_forward_one_thread(x, weight, bias, eps, running_mean, running_var, unbias, keep, step, floor, mean,
+                                 rstd, y):
+    """:func:`batch_norm_stats`, :func:`batch_norm_update_running` (unless ``running_mean`` is empty),
+    :func:`batch_norm_rstd` and :func:`batch_norm_forward` on one thread, in one call, with their
+    values: the same compiled loops, the per-channel arithmetic in their IEEE helpers. Returns False,
+    having written only ``mean``, where a channel's statistics are out of range (they are redone)."""
+    batch, channels, spatial = x.shape
+    one, zero = np.int64(1), np.int64(0)  # not literals, which would compile the loops again for their values
+    part_mean, part_m2 = np.zeros((1, channels)), np.zeros((1, channels))
+    if spatial == 1:
+        _stats_rows(x.reshape(batch, channels), one, part_mean, part_m2, zero, one)
+    else:
+        _stats_planes(x, one, part_mean, part_m2, zero, channels)
+    var = np.empty(channels)
+    if _combine_chunks(part_mean, part_m2, batch, spatial, floor, mean, var):
+        return False
+    if running_mean.size:
+        _update_running(running_mean, running_var, mean, var, unbias, keep, step)
+    rstd_float64 = np.empty(channels)
+    _rstd(var, eps, 1.0, rstd_float64)
+    for c in range(channels):
+        rstd[c] = rstd_float64[c]  # rounded to x's dtype, as batch_norm_rstd(...).astype(x.dtype)
+    scale = np.empty_like(rstd)
+    _affine_scale(rstd, weight, scale)
+    _scale_shift_rows(x, mean, scale, bias, y, zero, batch)
+    return True
+
+
+def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
+                                running_mean: np.ndarray | None = None, running_var: np.ndarray | None = None,
+                                momentum: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BatchNorm's training forward of ``x`` (N, C, S): its batch statistics, the running ones moved
+    toward them when given (an empty batch leaves them as they are), and ``y`` normalized with the batch's.
+
+    Returns ``(y, mean, rstd)``, ``rstd = 1 / sqrt(var + eps)`` in x's dtype: the values of
+    :func:`batch_norm_stats`, :func:`batch_norm_update_running`, :func:`batch_norm_rstd` and
+    :func:`batch_norm_forward` called in turn. Below the parallel threshold the four run as one compiled
+    call: the fixed costs of four calls were most of a small layer's time (docs/benchmarks.md).
+    """
+    x = _check_x(x)
+    batch, channels, spatial = x.shape
+    weight = param_or_fill("weight", weight, channels, x.dtype, 1.0)
+    bias = param_or_fill("bias", bias, channels, x.dtype, 0.0)
+    eps = check_eps(eps, np.dtype(np.float64))
+    count = batch * spatial
+    updates = running_mean is not None and x.size > 0
+    if updates:
+        _check_running_shapes(running_mean, running_var, weight, weight)  # weight: any array of shape (C,)
+        check_count(count)
+        momentum = check_momentum(momentum, op="batch_norm_training_forward")
+    if x.size and not use_parallel(x.size) and (not updates or _buffers_take_loop(running_mean, running_var, x.dtype)):
+        mean, rstd, y = np.empty(channels, x.dtype), np.empty(channels, x.dtype), np.empty_like(x)
+        if updates:
+            running = (running_mean, running_var, count / (count - 1), x.dtype.type(1 - momentum),
+                       x.dtype.type(momentum))
+        else:  # empty buffers: no update
+            running = (np.empty(0, x.dtype), np.empty(0, x.dtype), 1.0, x.dtype.type(1), x.dtype.type(0))
+        if _training_forward_one_thread(x, weight, bias, eps, *running, variance_floor(x.dtype, 0.0), mean, rstd, y):
+            return y, mean, rstd
+    mean, var = batch_norm_stats(x)
+    if updates:
+        batch_norm_update_running(running_mean, running_var, mean, var, count, momentum)
+    rstd = batch_norm_rstd(var, eps).astype(x.dtype)
+    return batch_norm_forward(x, mean, rstd, weight, bias), mean, rstd
+
+
+def _buffers_take_loop(running_mean: np.ndarray, running_var: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether :func:`_update_running` can update these running buffers for data of ``dtype`` (as
+    :func:`batch_norm_update_running` decides, the batch statistics being in ``dtype`` and float64)."""
+    return (isinstance(running_mean, np.ndarray) and isinstance(running_var, np.ndarray)
+            and running_mean.dtype == running_var.dtype == dtype and running_mean.flags.writeable
+            and running_var.flags.writeable)
 
 
 @njit(**JIT_OPTIONS)
@@ -363,17 +455,59 @@ def batch_norm_backward_elemt(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, r
     channels = x.shape[1]
     mean_dy = check_like("mean_dy", mean_dy, (channels,), x.dtype)
     mean_dy_xhat = check_like("mean_dy_xhat", mean_dy_xhat, (channels,), x.dtype)
-    with ieee_quietly():
-        dy_scale = rstd * param_or_fill("weight", weight, channels, x.dtype, 1.0)
-        # dx = dy * dy_scale - (x - mean) * rstd * mean_dy_xhat * dy_scale - mean_dy * dy_scale
-        x_scale = -rstd * mean_dy_xhat * dy_scale
-        shift = -mean_dy * dy_scale
+    dy_scale, x_scale, shift = np.empty((3, channels), x.dtype)
+    _elemt_scales(rstd, param_or_fill("weight", weight, channels, x.dtype, 1.0), mean_dy, mean_dy_xhat, dy_scale,
+                  x_scale, shift)
     dx = np.empty_like(x)
     if use_parallel(x.size):
         _elemt_parallel(dy, x, mean, dy_scale, x_scale, shift, dx, num_chunks(x.shape[0]))
     elif x.size:
         _elemt_rows(dy, x, mean, dy_scale, x_scale, shift, dx, 0, x.shape[0])
     return dx
+
+
+@njit(**IEEE_HELPER_OPTIONS)
+def _elemt_scales(rstd, weight, mean_dy, mean_dy_xhat, dy_scale, x_scale, shift):
+    """The factors of ``dx = dy * dy_scale + (x - mean) * x_scale + shift`` per channel, the expansion of
+    ``dy_scale * (dy - mean_dy - xhat * mean_dy_xhat)`` with ``dy_scale = rstd * weight``: each operation
+    rounded on its own (no ``fastmath``), inf and NaN as IEEE arithmetic gives them."""
+    for c in range(rstd.size):
+        dy_scale[c] = rstd[c] * weight[c]
+        x_scale[c] = -rstd[c] * mean_dy_xhat[c] * dy_scale[c]
+        shift[c] = -mean_dy[c] * dy_scale[c]
+
+
+@njit(**IEEE_HELPER_OPTIONS)
+def _reduced_means(part_dy, part_dy_xmu, rstd, count, sum_dy, sum_dy_xhat, mean_dy, mean_dy_xhat):
+    """One chunk's sums as :func:`batch_norm_backward_reduce` returns them (``sum_dy_xhat = sum(dy * (x -
+    mean)) * rstd``) and, for a ``count`` above 0 (training), their means as :func:`batch_norm_backward`
+    takes them; each operation rounded on its own."""
+    for c in range(rstd.size):
+        sum_dy[c] = part_dy[c]
+        sum_dy_xhat[c] = part_dy_xmu[c] * rstd[c]
+        if count > 0:
+            mean_dy[c] = sum_dy[c] / count
+            mean_dy_xhat[c] = sum_dy_xhat[c] / count
+
+
+@njit(**JIT_OPTIONS)
+def _backward_one_thread(dy, x, mean, rstd, weight, count, dx, sum_dy, sum_dy_xhat):
+    """:func:`batch_norm_backward_reduce` and :func:`batch_norm_backward_elemt` on one thread, in one call,
+    with their values; ``count`` is the number of values per channel in training, 0 for the evaluation
+    gradient (zero means)."""
+    batch, channels, spatial = x.shape
+    one, zero = np.int64(1), np.int64(0)  # not literals, which would compile the loops again for their values
+    part_dy, part_dy_xmu = np.zeros((1, channels), x.dtype), np.zeros((1, channels), x.dtype)
+    if spatial == 1:
+        _reduce_rows(dy.reshape(batch, channels), x.reshape(batch, channels), mean, one, part_dy, part_dy_xmu, zero,
+                     one)
+    else:
+        _reduce_planes(dy, x, mean, one, part_dy, part_dy_xmu, zero, channels)
+    means = np.zeros((2, channels), x.dtype)
+    _reduced_means(part_dy[0], part_dy_xmu[0], rstd, count, sum_dy, sum_dy_xhat, means[0], means[1])
+    scales = np.empty((3, channels), x.dtype)
+    _elemt_scales(rstd, weight, means[0], means[1], scales[0], scales[1], scales[2])
+    _elemt_rows(dy, x, mean, scales[0], scales[1], scales[2], dx, zero, batch)
 
 
 def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray,
@@ -385,8 +519,18 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: n
     ``training=False`` (running statistics, constants): ``dx = dy * weight * rstd``.
     Both: ``dweight = sum(dy * xhat)``, ``dbias = sum(dy)``. Returns ``(dx, dweight, dbias)``.
 
+    Below the parallel threshold the two halves run as one compiled call, with the same values.
+
     Reference: :func:`tinynorm.kernels.reference.batch_norm_backward`.
     """
+    dy, x, mean, rstd = _check_grad_inputs(dy, x, mean, rstd)
+    if x.size and not use_parallel(x.size):
+        channels = x.shape[1]
+        dx, sum_dy, sum_dy_xhat = np.empty_like(x), np.empty(channels, x.dtype), np.empty(channels, x.dtype)
+        count = x.dtype.type(x.shape[0] * x.shape[2] if training else 0)
+        _backward_one_thread(dy, x, mean, rstd, param_or_fill("weight", weight, channels, x.dtype, 1.0), count, dx,
+                             sum_dy, sum_dy_xhat)
+        return dx, sum_dy_xhat, sum_dy
     sum_dy, sum_dy_xhat = batch_norm_backward_reduce(dy, x, mean, rstd)
     if training:
         count = max(x.shape[0] * x.shape[2], 1)
@@ -411,7 +555,7 @@ def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
         return 1 / np.sqrt(var + eps)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**IEEE_HELPER_OPTIONS)
 def _rstd(var, eps, one, rstd):
     """``rstd = one / sqrt(var + eps)`` in var's dtype (``one`` is 1 in it): numpy's operations, so its
     values; a zero gives inf and a negative NaN, as IEEE arithmetic, without ``fastmath``'s reciprocal."""
@@ -446,7 +590,7 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
             running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 
 
-@njit(cache=True)
+@njit(**IEEE_HELPER_OPTIONS)
 def _update_running(running_mean, running_var, mean, var, unbias, keep, weight):
     """``running = keep * running + weight * batch``, the variance unbiased in float64 and then rounded to
     the buffers' dtype: the operations and roundings of the numpy form above, so the same values (NaN
