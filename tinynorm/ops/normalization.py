@@ -226,8 +226,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     count = x.shape[0] * math.prod(x.shape[2:])
     if count == 1:
         raise ValueError(f"{op}: Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
-    # The statistics, the running update (skipped for an empty batch) and the output: one kernel call.
-    return BatchNorm.apply(x, weight, bias, None, None, True, running_mean, running_var, momentum, eps)
+    # The statistics, the running update (skipped for an empty batch) and the output: one kernel call. The
+    # buffers go in as arrays: updated in place, they are not inputs that a gradient flows to.
+    buffers = (None, None) if running_mean is None else (running_mean.array, running_var.array)
+    return BatchNorm.apply(x, weight, bias, None, None, True, *buffers, momentum, eps)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
