@@ -491,8 +491,8 @@ class Normalization(Protocol):
     def batch_norm_training_forward(self, x: Array, weight: Array | None, bias: Array | None, eps: float,
                                     running_mean: Array | None = None, running_var: Array | None = None,
                                     momentum: float = 0.1) -> tuple[Array, Array, Array]:
-        """``(y, mean, rstd)`` with the batch's own statistics: the four calls above in one, the running
-        statistics (when given, and the batch is not empty) moved toward the batch's."""
+        """``(y, mean, rstd)`` with the batch's own statistics, and the running statistics (when given, and
+        the batch is not empty) moved toward them: stats, rstd, forward and update_running in one call."""
 
     def batch_norm_backward(self, dy: Array, x: Array, mean: Array, rstd: Array, weight: Array | None,
                             training: bool) -> tuple[Array, Array | None, Array | None]:

@@ -151,8 +151,9 @@ class BatchNorm(Function):
     backward_name = "NativeBatchNormBackward0"
 
     @staticmethod
-    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool,
-                running_mean: Any = None, running_var: Any = None, momentum: float = 0.0, eps: float = 0.0) -> Any:
+    def forward(ctx: Context, x: Any, weight: Any, bias: Any, mean: Any, rstd: Any, training: bool, *,
+                running_mean: Any = None, running_var: Any = None, momentum: float | None = None,
+                eps: float | None = None) -> Any:
         x3 = kernel_data(ctx.xp, as_3d(x))
         weight, bias = astype_if_needed(weight, stat_dtype(x.dtype)), astype_if_needed(bias, stat_dtype(x.dtype))
         if mean is None:
@@ -229,7 +230,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     # The statistics, the running update (skipped for an empty batch) and the output: one kernel call. The
     # buffers go in as arrays: updated in place, they are not inputs that a gradient flows to.
     buffers = (None, None) if running_mean is None else (running_mean.array, running_var.array)
-    return BatchNorm.apply(x, weight, bias, None, None, True, *buffers, momentum, eps)
+    return BatchNorm.apply(x, weight, bias, None, None, True, running_mean=buffers[0], running_var=buffers[1],
+                           momentum=momentum, eps=eps)
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,

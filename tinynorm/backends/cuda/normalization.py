@@ -67,12 +67,14 @@ def batch_norm_training_forward(x: CudaArray, weight: CudaArray | None, bias: Cu
                                 running_mean: CudaArray | None = None, running_var: CudaArray | None = None,
                                 momentum: float = 0.1) -> tuple[CudaArray, CudaArray, CudaArray]:
     """``(y, mean, rstd)`` with the batch's statistics, the running ones moved toward them when given (an
-    empty batch leaves them): four launches, whose fixed costs are the GPU's and not Python's."""
+    empty batch leaves them), last, once every other argument has passed its kernel's checks: four
+    launches."""
     mean, var = batch_norm_stats(x)
+    rstd = batch_norm_rstd(var, eps)
+    y = batch_norm_forward(x, mean, rstd, weight, bias)
     if running_mean is not None and x.size:
         batch_norm_update_running(running_mean, running_var, mean, var, x.shape[0] * x.shape[2], momentum)
-    rstd = batch_norm_rstd(var, eps)
-    return batch_norm_forward(x, mean, rstd, weight, bias), mean, rstd
+    return y, mean, rstd
 
 
 def _float32(array: object) -> object:

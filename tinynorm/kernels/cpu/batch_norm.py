@@ -46,7 +46,7 @@ from ._shared import (
 
 # The per-channel arithmetic that must round as numpy does: no fastmath, stated (a helper that leaves it
 # unset is compiled with its caller's, and the compiled loops here have fastmath), and IEEE division.
-IEEE_HELPER_OPTIONS = {"cache": True, "fastmath": False, "error_model": "numpy"}
+NUMPY_ROUNDING = {"cache": True, "fastmath": False, "error_model": "numpy"}
 
 # Rows per tile in the S == 1 statistics: each tile's float32 sums are merged into the float64 totals.
 TILE_ROWS = 64
@@ -255,7 +255,7 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight
     return y
 
 
-@njit(**IEEE_HELPER_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _affine_scale(rstd, weight, scale):
     """``scale = rstd * weight``, each product rounded on its own (no ``fastmath``, which could fuse it
     into the normalization's multiply-add); an infinite rstd (eps = 0, a constant channel) times a zero
@@ -296,13 +296,15 @@ def _training_forward_one_thread(x, weight, bias, eps, running_mean, running_var
 def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
                                 running_mean: np.ndarray | None = None, running_var: np.ndarray | None = None,
                                 momentum: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BatchNorm's training forward of ``x`` (N, C, S): its batch statistics, the running ones moved
-    toward them when given (an empty batch leaves them as they are), and ``y`` normalized with the batch's.
+    """BatchNorm's training forward of ``x`` (N, C, S): its batch statistics, ``y`` normalized with them,
+    and the running statistics moved toward them when given (an empty batch leaves them as they are).
 
     Returns ``(y, mean, rstd)``, ``rstd = 1 / sqrt(var + eps)`` in x's dtype: the values of
-    :func:`batch_norm_stats`, :func:`batch_norm_update_running`, :func:`batch_norm_rstd` and
-    :func:`batch_norm_forward` called in turn. Below the parallel threshold the four run as one compiled
-    call: the fixed costs of four calls were most of a small layer's time (docs/benchmarks.md).
+    :func:`batch_norm_stats`, :func:`batch_norm_rstd`, :func:`batch_norm_forward` and
+    :func:`batch_norm_update_running` called in turn, which is what runs above the parallel threshold or
+    for buffers of another dtype. Below it the four are one compiled call: the fixed costs of four calls
+    were most of a small layer's time (docs/benchmarks.md). Every argument is checked before anything
+    is written.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
@@ -310,12 +312,12 @@ def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: 
     bias = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     eps = check_eps(eps, np.dtype(np.float64))
     count = batch * spatial
-    updates = running_mean is not None and x.size > 0
+    updates = _check_running_buffers(running_mean, running_var, channels) and x.size > 0
     if updates:
-        _check_running_shapes(running_mean, running_var, weight, weight)  # weight: any array of shape (C,)
-        check_count(count)
         momentum = check_momentum(momentum, op="batch_norm_training_forward")
-    if x.size and not use_parallel(x.size) and (not updates or _buffers_take_loop(running_mean, running_var, x.dtype)):
+        if count < 2:
+            raise ValueError(f"x of shape {x.shape} has one value per channel: the running variance needs more")
+    if x.size and not use_parallel(x.size) and (not updates or running_mean.dtype == running_var.dtype == x.dtype):
         mean, rstd, y = np.empty(channels, x.dtype), np.empty(channels, x.dtype), np.empty_like(x)
         if updates:
             running = (running_mean, running_var, count / (count - 1), x.dtype.type(1 - momentum),
@@ -325,18 +327,29 @@ def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: 
         if _training_forward_one_thread(x, weight, bias, eps, *running, variance_floor(x.dtype, 0.0), mean, rstd, y):
             return y, mean, rstd
     mean, var = batch_norm_stats(x)
+    rstd = batch_norm_rstd(var, eps).astype(x.dtype)
+    y = batch_norm_forward(x, mean, rstd, weight, bias)
     if updates:
         batch_norm_update_running(running_mean, running_var, mean, var, count, momentum)
-    rstd = batch_norm_rstd(var, eps).astype(x.dtype)
-    return batch_norm_forward(x, mean, rstd, weight, bias), mean, rstd
+    return y, mean, rstd
 
 
-def _buffers_take_loop(running_mean: np.ndarray, running_var: np.ndarray, dtype: np.dtype) -> bool:
-    """Whether :func:`_update_running` can update these running buffers for data of ``dtype`` (as
-    :func:`batch_norm_update_running` decides, the batch statistics being in ``dtype`` and float64)."""
-    return (isinstance(running_mean, np.ndarray) and isinstance(running_var, np.ndarray)
-            and running_mean.dtype == running_var.dtype == dtype and running_mean.flags.writeable
-            and running_var.flags.writeable)
+def _check_running_buffers(running_mean: object, running_var: object, channels: int) -> bool:
+    """Whether running buffers are given, after checking them: both or neither, each a writeable
+    floating-point numpy array of one value per channel."""
+    if running_mean is None and running_var is None:
+        return False
+    for name, buffer in (("running_mean", running_mean), ("running_var", running_var)):
+        if not isinstance(buffer, np.ndarray):
+            raise TypeError(f"{name} must be a numpy.ndarray (the buffers both given or both None), got "
+                            f"{type(buffer).__name__}")
+        if buffer.dtype.kind != "f":
+            raise TypeError(f"{name} must be a floating-point array, got dtype {buffer.dtype}")
+        if buffer.shape != (channels,):
+            raise ValueError(f"{name} must have shape ({channels},), one value per channel of x, got {buffer.shape}")
+        if not buffer.flags.writeable:
+            raise ValueError(f"{name} is read-only: the running statistics are updated in place")
+    return True
 
 
 @njit(**JIT_OPTIONS)
@@ -466,7 +479,7 @@ def batch_norm_backward_elemt(dy: np.ndarray, x: np.ndarray, mean: np.ndarray, r
     return dx
 
 
-@njit(**IEEE_HELPER_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _elemt_scales(rstd, weight, mean_dy, mean_dy_xhat, dy_scale, x_scale, shift):
     """The factors of ``dx = dy * dy_scale + (x - mean) * x_scale + shift`` per channel, the expansion of
     ``dy_scale * (dy - mean_dy - xhat * mean_dy_xhat)`` with ``dy_scale = rstd * weight``: each operation
@@ -477,14 +490,14 @@ def _elemt_scales(rstd, weight, mean_dy, mean_dy_xhat, dy_scale, x_scale, shift)
         shift[c] = -mean_dy[c] * dy_scale[c]
 
 
-@njit(**IEEE_HELPER_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _reduced_means(part_dy, part_dy_xmu, rstd, count, sum_dy, sum_dy_xhat, mean_dy, mean_dy_xhat):
     """One chunk's sums as :func:`batch_norm_backward_reduce` returns them (``sum_dy_xhat = sum(dy * (x -
     mean)) * rstd``) and, for a ``count`` above 0 (training), their means as :func:`batch_norm_backward`
     takes them; each operation rounded on its own."""
     for c in range(rstd.size):
-        sum_dy[c] = part_dy[c]
-        sum_dy_xhat[c] = part_dy_xmu[c] * rstd[c]
+        sum_dy[c] = 0.0 + part_dy[c]  # numpy's sum of one row starts from +0.0: -0.0 comes out as 0.0
+        sum_dy_xhat[c] = (0.0 + part_dy_xmu[c]) * rstd[c]
         if count > 0:
             mean_dy[c] = sum_dy[c] / count
             mean_dy_xhat[c] = sum_dy_xhat[c] / count
@@ -555,7 +568,7 @@ def batch_norm_rstd(var: np.ndarray, eps: float) -> np.ndarray:
         return 1 / np.sqrt(var + eps)
 
 
-@njit(**IEEE_HELPER_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _rstd(var, eps, one, rstd):
     """``rstd = one / sqrt(var + eps)`` in var's dtype (``one`` is 1 in it): numpy's operations, so its
     values; a zero gives inf and a negative NaN, as IEEE arithmetic, without ``fastmath``'s reciprocal."""
@@ -590,7 +603,7 @@ def batch_norm_update_running(running_mean: np.ndarray, running_var: np.ndarray,
             running[...] = (1 - momentum) * running + momentum * batch.astype(running.dtype)
 
 
-@njit(**IEEE_HELPER_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _update_running(running_mean, running_var, mean, var, unbias, keep, weight):
     """``running = keep * running + weight * batch``, the variance unbiased in float64 and then rounded to
     the buffers' dtype: the operations and roundings of the numpy form above, so the same values (NaN
