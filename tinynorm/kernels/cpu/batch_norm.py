@@ -269,8 +269,8 @@ def _training_forward_one_thread(x, weight, bias, eps, running_mean, running_var
                                  rstd, y):
     """:func:`batch_norm_stats`, :func:`batch_norm_update_running` (unless ``running_mean`` is empty),
     :func:`batch_norm_rstd` and :func:`batch_norm_forward` on one thread, in one call, with their
-    values: the same compiled loops, the per-channel arithmetic in their IEEE helpers. Returns False,
-    having written only ``mean``, where a channel's statistics are out of range (they are redone)."""
+    values: the same compiled loops and per-channel helpers. Returns False, having written only
+    ``mean``, where a channel's statistics are out of range (they are redone)."""
     batch, channels, spatial = x.shape
     one, zero = np.int64(1), np.int64(0)  # not literals, which would compile the loops again for their values
     part_mean, part_m2 = np.zeros((1, channels)), np.zeros((1, channels))
@@ -312,11 +312,12 @@ def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: 
     bias = param_or_fill("bias", bias, channels, x.dtype, 0.0)
     eps = check_eps(eps, np.dtype(np.float64))
     count = batch * spatial
-    updates = _check_running_buffers(running_mean, running_var, channels) and x.size > 0
-    if updates:
+    tracked = _check_running_buffers(running_mean, running_var, channels)
+    if tracked:
         momentum = check_momentum(momentum, op="batch_norm_training_forward")
-        if count < 2:
-            raise ValueError(f"x of shape {x.shape} has one value per channel: the running variance needs more")
+    updates = tracked and x.size > 0
+    if updates and count < 2:
+        raise ValueError(f"x of shape {x.shape} has one value per channel: the running variance needs more")
     if x.size and not use_parallel(x.size) and (not updates or running_mean.dtype == running_var.dtype == x.dtype):
         mean, rstd, y = np.empty(channels, x.dtype), np.empty(channels, x.dtype), np.empty_like(x)
         if updates:
