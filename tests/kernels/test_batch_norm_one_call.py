@@ -151,6 +151,17 @@ def test_buffers_of_another_dtype_take_the_four_calls(buffer_dtype, one_call_res
     assert one_call_results["forward"] == []
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 5), (64, 8, 64)])  # one call, and the four
+def test_out_receives_the_output(shape):
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    y, mean, rstd = batch_norm_training_forward(x, None, None, 1e-5, out=out)
+    assert y is out
+    assert_same_values(out, four_calls(x, None, None, 1e-5, None, None, 0.1)[0])
+    with pytest.raises(ValueError, match="out must have shape"):
+        batch_norm_training_forward(x, None, None, 1e-5, out=out[:1])
+
+
 def test_an_empty_batch_leaves_the_running_statistics():
     running_mean, running_var = np.full(3, 0.5, np.float32), np.full(3, 2.0, np.float32)
     y, mean, rstd = batch_norm_training_forward(np.empty((0, 3, 4), np.float32), None, None, 1e-5, running_mean,

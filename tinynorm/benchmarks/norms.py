@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..kernels.cpu.batch_norm import batch_norm_backward, batch_norm_forward, batch_norm_rstd, batch_norm_stats
+from ..kernels.cpu.batch_norm import batch_norm_backward, batch_norm_training_forward
 from ..kernels.cpu.group_norm import group_norm_backward, group_norm_forward
 from ..kernels.cpu.layer_norm import layer_norm_backward, layer_norm_forward
 from ..kernels.cpu.rms_norm import rms_norm_backward, rms_norm_forward
@@ -117,17 +117,17 @@ def rms_norm_case(shape, rng, torch):
 
 
 def batch_norm_case(shape, rng, torch):
-    """Training mode: batch statistics, then normalize; the backward includes the statistics' gradient."""
+    """Training mode: batch statistics, the running ones updated, then normalize (as PyTorch's call with
+    running buffers); the backward includes the statistics' gradient."""
     x, dy = rng.standard_normal(shape, np.float32), rng.standard_normal(shape, np.float32)
     channels = shape[1]
     w, b = rng.standard_normal(channels, np.float32), rng.standard_normal(channels, np.float32)
     x3, dy3 = x.reshape(shape[0], channels, -1), dy.reshape(shape[0], channels, -1)
     param = (channels, 1)
+    running_mean, running_var = np.zeros(channels, np.float32), np.ones(channels, np.float32)
 
     def forward(out):
-        mean, var = batch_norm_stats(x3)
-        rstd = batch_norm_rstd(var, EPS).astype(x3.dtype)  # var is float64 (see batch_norm_stats); rstd as x
-        return batch_norm_forward(x3, mean, rstd, w, b, out=out), mean, rstd
+        return batch_norm_training_forward(x3, w, b, EPS, running_mean, running_var, out=out)
 
     def forward_backward():
         y, mean, rstd = forward(None)

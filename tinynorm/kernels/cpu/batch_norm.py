@@ -295,16 +295,17 @@ def _training_forward_one_thread(x, weight, bias, eps, running_mean, running_var
 
 def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
                                 running_mean: np.ndarray | None = None, running_var: np.ndarray | None = None,
-                                momentum: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                                momentum: float = 0.1, out: np.ndarray | None = None
+                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """BatchNorm's training forward of ``x`` (N, C, S): its batch statistics, ``y`` normalized with them,
     and the running statistics moved toward them when given (an empty batch leaves them as they are).
 
-    Returns ``(y, mean, rstd)``, ``rstd = 1 / sqrt(var + eps)`` in x's dtype: the values of
-    :func:`batch_norm_stats`, :func:`batch_norm_rstd`, :func:`batch_norm_forward` and
-    :func:`batch_norm_update_running` called in turn, which is what runs above the parallel threshold or
-    for buffers of another dtype. Below it the four are one compiled call: the fixed costs of four calls
-    were most of a small layer's time (docs/benchmarks.md). Every argument is checked before anything
-    is written.
+    Returns ``(y, mean, rstd)``, ``rstd = 1 / sqrt(var + eps)`` in x's dtype, ``y`` written into ``out``
+    when given: the values of :func:`batch_norm_stats`, :func:`batch_norm_rstd`,
+    :func:`batch_norm_forward` and :func:`batch_norm_update_running` called in turn, which is what runs
+    above the parallel threshold or for buffers of another dtype. Below it the four are one compiled
+    call: the fixed costs of four calls were most of a small layer's time (docs/benchmarks.md). Every
+    argument is checked before anything is written.
     """
     x = _check_x(x)
     batch, channels, spatial = x.shape
@@ -318,8 +319,9 @@ def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: 
     updates = tracked and x.size > 0
     if updates and count < 2:
         raise ValueError(f"x of shape {x.shape} has one value per channel: the running variance needs more")
+    y = output(out, x.shape, x.dtype)
     if x.size and not use_parallel(x.size) and (not updates or running_mean.dtype == running_var.dtype == x.dtype):
-        mean, rstd, y = np.empty(channels, x.dtype), np.empty(channels, x.dtype), np.empty_like(x)
+        mean, rstd = np.empty(channels, x.dtype), np.empty(channels, x.dtype)
         if updates:
             running = (running_mean, running_var, count / (count - 1), x.dtype.type(1 - momentum),
                        x.dtype.type(momentum))
@@ -329,7 +331,7 @@ def batch_norm_training_forward(x: np.ndarray, weight: np.ndarray | None, bias: 
             return y, mean, rstd
     mean, var = batch_norm_stats(x)
     rstd = batch_norm_rstd(var, eps).astype(x.dtype)
-    y = batch_norm_forward(x, mean, rstd, weight, bias)
+    batch_norm_forward(x, mean, rstd, weight, bias, out=y)
     if updates:
         batch_norm_update_running(running_mean, running_var, mean, var, count, momentum)
     return y, mean, rstd
