@@ -61,9 +61,17 @@ def make_input(shape, dtype, values, rng):
     return x.astype(dtype)
 
 
-def seed(*case):
-    """A seed that names the case, the same in every run."""
-    return [SHAPES.index(case[0]), VALUES.index(case[1]), *case[2:]]
+def every_case(test):
+    """``test`` for each dtype, shape and kind of values."""
+    for name, choices in (("values", VALUES), ("shape", SHAPES), ("dtype", [np.float32, np.float64])):
+        test = pytest.mark.parametrize(name, choices)(test)
+    return test
+
+
+def case_input(dtype, shape, values, test_number):
+    """A generator seeded by the case (the same in every run) and the case's input from it."""
+    rng = np.random.default_rng([SHAPES.index(shape), VALUES.index(values), test_number])
+    return rng, make_input(shape, dtype, values, rng)
 
 
 @pytest.fixture
@@ -93,12 +101,9 @@ def parameter_sets(channels, dtype, rng):
             (special_weight, special_bias, True)]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("values", VALUES)
+@every_case
 def test_training_forward_is_the_four_calls(dtype, shape, values, one_call_results):
-    rng = np.random.default_rng(seed(shape, values, 1))
-    x = make_input(shape, dtype, values, rng)
+    rng, x = case_input(dtype, shape, values, 1)
     channels = shape[1]
     eps = 0.0 if values == "constant" else 1e-5
     for weight, bias, tracked in parameter_sets(channels, dtype, rng):
@@ -118,12 +123,9 @@ def test_training_forward_is_the_four_calls(dtype, shape, values, one_call_resul
     assert one_call_results["forward"] == expected
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("values", VALUES)
+@every_case
 def test_backward_is_reduce_then_elemt(dtype, shape, values, one_call_results):
-    rng = np.random.default_rng(seed(shape, values, 2))
-    x = make_input(shape, dtype, values, rng)
+    rng, x = case_input(dtype, shape, values, 2)
     dy = rng.standard_normal(shape).astype(dtype)
     dy[:, 0] = -0.0  # a channel whose sums are zeros: their signs too are the two halves'
     weight = rng.standard_normal(shape[1]).astype(dtype)
