@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from ..._checks import check_eps
 from ..._checks import check_momentum
-from ._config import JIT_OPTIONS
+from ._config import JIT_OPTIONS, NUMPY_ROUNDING
 from ._shared import (
     FLOAT_DTYPES,
     check_input,
@@ -43,10 +43,6 @@ from ._shared import (
     use_parallel,
     variance_floor,
 )
-
-# The per-channel arithmetic that must round as numpy does: no fastmath, stated (a helper that leaves it
-# unset is compiled with its caller's, and the compiled loops here have fastmath), and IEEE division.
-NUMPY_ROUNDING = {"cache": True, "fastmath": False, "error_model": "numpy"}
 
 # Rows per tile in the S == 1 statistics: each tile's float32 sums are merged into the float64 totals.
 TILE_ROWS = 64

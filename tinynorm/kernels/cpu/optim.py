@@ -28,11 +28,11 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit, prange
 
+from ._config import NUMPY_ROUNDING
 from ._shared import FLOAT_DTYPES, chunk_bounds, num_chunks, use_parallel
 
-# No fastmath (see the module docstring); IEEE division, so eps=0 on a zero moment gives inf or NaN
-# as numpy does, instead of Numba's ZeroDivisionError.
-_OPTIONS = {"cache": True, "error_model": "numpy"}
+# The loops compile with NUMPY_ROUNDING: no fastmath (see the module docstring); IEEE division, so eps=0
+# on a zero moment gives inf or NaN as numpy does, instead of Numba's ZeroDivisionError.
 
 
 # --------------------------------------------------------------------------------------- SGD
@@ -61,7 +61,7 @@ def sgd_step_numpy(param: np.ndarray, grad: np.ndarray, momentum_buffer: np.ndar
     param -= lr * grad
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _sgd_range(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, start, stop):
     lr, weight_decay, momentum, one_minus_dampening = scalars[0], scalars[1], scalars[2], scalars[3]
     param, grad, buffer = param[start:stop], grad[start:stop], buffer[start:stop] if has_buffer else buffer
@@ -77,14 +77,14 @@ def _sgd_range(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximi
         param[i] = p - lr * g
 
 
-@njit(**_OPTIONS, parallel=True)
+@njit(**NUMPY_ROUNDING, parallel=True)
 def _sgd_parallel(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, param.size)
         _sgd_range(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, start, stop)
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _sgd(param, grad, buffer, scalars, decay, has_buffer, nesterov, maximize, first_step, chunks):
     """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
     if _share_memory(grad, (param, buffer)):
@@ -148,7 +148,7 @@ def adam_step_numpy(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, ex
     param -= lr / (1 - beta1**step) * (exp_avg / denom)
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, start,
                 stop):
     beta1, beta2, one_minus_beta1, one_minus_beta2 = scalars[0], scalars[1], scalars[2], scalars[3]
@@ -178,7 +178,7 @@ def _adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, d
         param[i] = p - step_size * (m / denom)
 
 
-@njit(**_OPTIONS, parallel=True)
+@njit(**NUMPY_ROUNDING, parallel=True)
 def _adam_parallel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, chunks):
     for chunk in prange(chunks):
         start, stop = chunk_bounds(chunk, chunks, param.size)
@@ -186,7 +186,7 @@ def _adam_parallel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2
                     start, stop)
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scalars, l2, decoupled, amsgrad, maximize, chunks):
     """The step on ``chunks`` threads; False, changing nothing, when two of its arrays share memory."""
     if _share_memory(grad, (param, exp_avg, exp_avg_sq, max_exp_avg_sq)):
@@ -234,7 +234,7 @@ def _chunks(size: int) -> int:
     return num_chunks(size) if use_parallel(size) else 1
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _overlap(a, b):
     """Whether the memory of the C-ordered arrays ``a`` and ``b`` overlaps (an empty one overlaps nothing)."""
     if a.size == 0 or b.size == 0:
@@ -243,7 +243,7 @@ def _overlap(a, b):
     return a_start < b_start + b.nbytes and b_start < a_start + a.nbytes
 
 
-@njit(**_OPTIONS)
+@njit(**NUMPY_ROUNDING)
 def _share_memory(grad, written):
     """Whether ``grad`` overlaps one of the ``written`` arrays, or two of those overlap each other."""
     for i in range(len(written)):
