@@ -37,6 +37,7 @@ def test_scale_benchmark_imports_torch_first_and_records_the_settings(tmp_path: 
     threading = record["threading"]
     assert threading["torch"]["imported_first"] and threading["tinynorm"]["openmp_layer_load"] == "deepbind"
     assert threading["torch"]["GOMP_SPINCOUNT"].startswith("libgomp default")  # not the spin tinynorm chose
+    assert f"each after a {threading['settle_seconds'] * 1e3:g} ms pause and an untimed call" in result.stdout
     assert [row["model"].split()[0] for row in record["rows"]] == ["SmallCNN", "TinyTransformerLM"]
     for row in record["rows"]:
         assert row["loss_rel_diff"] <= 1e-4 and row["ratio"] > 0 and row["GFLOP"] > 0
@@ -82,3 +83,19 @@ def test_norms_and_rnn_run_from_the_package_without_torch(tmp_path: Path, name: 
     for row in rows:
         assert all(value is None for key, value in row.items() if "torch" in key)
         assert all(value > 0 for key, value in row.items() if key.endswith("_ms") or key.endswith(" ms"))
+
+
+def test_contenders_taking_turns_each_start_after_a_pause_and_an_untimed_call(monkeypatch) -> None:
+    from tinynorm.benchmarks import common
+
+    events: list[str] = []
+    monkeypatch.setattr(common.time, "sleep", lambda seconds: events.append(f"sleep {seconds}"))
+    monkeypatch.setattr(common, "_sample", lambda fn, number, clock: events.append(f"sample x{number}") or 1.0)
+    fns = [lambda: events.append("a"), lambda: events.append("b")]
+    assert common.alternating_medians(fns, repeat=2, min_time=0.0, settle=0.5) == [1.0, 1.0]
+    sizing = ["a", "a", "b", "b"]  # _calls_per_sample: a warm-up call, then the timed one
+    turn = ["sleep 0.5", "a", "sample x1", "sleep 0.5", "b", "sample x1"]
+    assert events == sizing + turn * 2
+    events.clear()
+    assert common.alternating_medians(fns[:1], repeat=2, min_time=0.0) == [1.0]
+    assert events == ["a", "a", "sample x1", "sample x1"]  # alone: nothing ran before it to wait for

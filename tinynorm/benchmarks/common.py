@@ -32,6 +32,11 @@ from ..kernels.cpu import blas_pool
 # "cpu" (this process's CPU time) is steadier than "wall" on a loaded machine, but only meaningful with
 # one thread: with more, it adds up the time of all threads, spinning ones included.
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+# The pause before each sample when contenders take turns. An idle OpenMP thread spins before it
+# sleeps, on a core the next contender's threads need: after a PyTorch convolution its libgomp thread
+# (default spin) burnt 9.8 ms of CPU time, and a tinynorm convolution started at once took 10.1 ms
+# against 5.9 ms after the pause (docs/benchmarks.md).
+SETTLE_SECONDS = 0.03
 ORDERS = ("torch-first", "tinynorm-first")
 
 
@@ -68,16 +73,23 @@ def median_time(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.0
 
 
 def alternating_medians(fns: Sequence[Callable[[], object]], repeat: int = 7, min_time: float = 0.02,
-                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
+                        clock: Callable[[], float] = time.perf_counter,
+                        settle: float = SETTLE_SECONDS) -> list[float]:
     """Like :func:`median_time` for each of ``fns``, taking their samples in turns.
 
     On a shared machine, load from other processes then hits every contender alike, so their
-    ratios stay meaningful even when the absolute times do not.
+    ratios stay meaningful even when the absolute times do not. With several contenders each sample
+    starts after a pause of ``settle`` seconds and one untimed call: the idle threads of the one that
+    ran before have stopped spinning by then, and the sample's own threads are awake, as in a loop
+    that runs one library only.
     """
     numbers = [_calls_per_sample(fn, min_time) for fn in fns]
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for fn, number, times in zip(fns, numbers, samples):
+            if len(fns) > 1:
+                time.sleep(settle)
+                fn()
             times.append(_sample(fn, number, clock))
     return [float(np.median(times)) for times in samples]
 
@@ -186,7 +198,8 @@ def threading_info(speedup_before: float | None = None) -> dict:
                             "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
                             "openblas_thread_timeout_set_by_tinynorm": _openblas.configured,
                             "malloc_kept_for_reuse": _malloc.configured,
-                            "parallel_speedup": {"before": speedup_before, "after": parallel_speedup()}}
+                            "parallel_speedup": {"before": speedup_before, "after": parallel_speedup()},
+                            "settle_seconds": SETTLE_SECONDS}
     torch = sys.modules.get("torch")
     if torch is not None:
         spin = "libgomp default (300000)"
@@ -214,6 +227,8 @@ def describe_threading(info: dict) -> str:
         torch = info["torch"]
         parts.append(f"PyTorch: {torch['threads']} threads, GOMP_SPINCOUNT {torch['GOMP_SPINCOUNT']}, imported "
                      f"{'before' if torch['imported_first'] else 'after'} tinynorm")
+    if "settle_seconds" in info:
+        parts.append(f"samples in turns, each after a {info['settle_seconds'] * 1e3:g} ms pause and an untimed call")
     speedups = {when: value for when, value in info.get("parallel_speedup", {}).items() if value is not None}
     if speedups and blas:
         parts.append(f"cores: {blas['num_threads']} BLAS threads ran a 1024x1024 product "
