@@ -228,7 +228,8 @@ def describe_threading(info: dict) -> str:
         parts.append(f"PyTorch: {torch['threads']} threads, GOMP_SPINCOUNT {torch['GOMP_SPINCOUNT']}, imported "
                      f"{'before' if torch['imported_first'] else 'after'} tinynorm")
     if "settle_seconds" in info:
-        parts.append(f"samples in turns, each after a {info['settle_seconds'] * 1e3:g} ms pause and an untimed call")
+        parts.append(f"contenders' samples in turns, each after a {info['settle_seconds'] * 1e3:g} ms pause and an "
+                     "untimed call")
     speedups = {when: value for when, value in info.get("parallel_speedup", {}).items() if value is not None}
     if speedups and blas:
         parts.append(f"cores: {blas['num_threads']} BLAS threads ran a 1024x1024 product "
