@@ -35,7 +35,7 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 # The pause before each sample when contenders take turns. An idle OpenMP thread spins before it
 # sleeps, on a core the next contender's threads need: after a PyTorch convolution its libgomp thread
 # (default spin) burnt 9.8 ms of CPU time, and a tinynorm convolution started at once took 10.1 ms
-# against 5.9 ms after the pause (docs/benchmarks.md).
+# against 5.9 ms after a 20 ms pause and a call (docs/benchmarks.md).
 SETTLE_SECONDS = 0.03
 ORDERS = ("torch-first", "tinynorm-first")
 
