@@ -126,6 +126,42 @@ def test_results_depend_on_the_thread_count_only(monkeypatch):
         assert np.array_equal(y, results[1][0]) and np.array_equal(dx, results[1][1])
 
 
+@pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", IMPLICIT_CASES)
+def test_forward_by_channels_computes_the_wide_forward_exactly(case, threads, lanes, calls, monkeypatch):
+    """Both orders add each output's products in the same order, weight row by weight row."""
+    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
+    force_lanes(monkeypatch, lanes)
+    n, c, o, h, w, kernel_size, stride, pads, dilation = case
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weight = rng.standard_normal((o, c, *pair(kernel_size))).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    outputs = {}
+    for order in (conv_implicit.WIDE, conv_implicit.BY_CHANNELS):
+        monkeypatch.setattr(conv_implicit, "forward_order", lambda *args, _order=order: _order)
+        outputs[order] = conv2d_forward(x, weight, bias, stride, pads, dilation)[0]
+    assert calls["forward"] == 2
+    np.testing.assert_array_equal(outputs[conv_implicit.BY_CHANNELS], outputs[conv_implicit.WIDE])
+    assert_close(outputs[conv_implicit.BY_CHANNELS], ref_general_conv2d(x, weight, bias, stride, pads, dilation, 1)[0],
+                 np.float32)
+
+
+@pytest.mark.parametrize("size, out_channels, stride, order", [
+    (8, 16, 1, "BY_CHANNELS"), (8, 32, 1, "BY_CHANNELS"), (8, 64, 1, "BY_CHANNELS"),  # 64 of 80 wide positions
+    (8, 10, 1, "BY_CHANNELS"),  # 10 channels pad to 16 either way
+    (8, 24, 1, "WIDE"),  # 24 channels: whole blocks of 8, but not of 16
+    (4, 32, 1, "WIDE"), (16, 32, 1, "WIDE"), (14, 64, 1, "WIDE"), (28, 32, 1, "WIDE"), (28, 32, 2, "WIDE"),
+])
+def test_forward_blocks_by_channels_where_they_compute_the_fewest_values(size, out_channels, stride, order):
+    geometry = conv.conv2d_geometry((1, 16, size, size), (out_channels, 16, 3, 3), stride, 1, 1)
+    plan = conv._grid_plan(size, size, geometry)
+    assert conv_implicit.forward_order(plan, out_channels, False) == getattr(conv_implicit, order)
+    assert conv_implicit.forward_order(plan, out_channels, True) == conv_implicit.BY_ROWS
+
+
 @pytest.mark.parametrize("channels, kernel, implicit", [(7, 3, False), (16, 2, True)])
 def test_weight_rows_from_min_implicit_row_take_the_implicit_path(channels, kernel, implicit, calls):
     """Shorter rows run the forward by rows and the backward on the GEMM path."""
@@ -294,18 +330,20 @@ for lanes in (conv_implicit.NARROW_LANES, conv_implicit.LANES):
     conv_implicit._backward_plan.cache_clear()
     for threads in (1, 2):
         numba.get_num_threads = lambda: threads
-        for case in IMPLICIT_CASES:
-            for needs_input_grad in (True, False):
-                run(case, np.random.default_rng(0), needs_input_grad)
+        for order in (conv_implicit.WIDE, conv_implicit.BY_CHANNELS):
+            conv_implicit.forward_order = lambda *args: order
+            for case in IMPLICIT_CASES:
+                for needs_input_grad in (True, False):
+                    run(case, np.random.default_rng(0), needs_input_grad)
 print("in bounds")
 """
 
 
 @pytest.mark.slow
 def test_kernels_stay_in_bounds(tmp_path):
-    """Every case at both block widths again with Numba's bounds checks compiled in (its own cache:
-    Numba's cache does not tell checked and unchecked code apart): an out-of-range index raises instead
-    of reading a neighbour."""
+    """Every case at both block widths and in both orders of the forward's blocks again with Numba's
+    bounds checks compiled in (its own cache: Numba's cache does not tell checked and unchecked code
+    apart): an out-of-range index raises instead of reading a neighbour."""
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", BOUNDS_CHECK, str(Path(__file__).parent)], env=env,
                           capture_output=True, text=True, timeout=600)

@@ -5,7 +5,10 @@ values, kept in registers, gains ``a[i] * b[j]`` for ROWS broadcast values ``a``
 values ``b``. The three products of a convolution all take that form without any column matrix:
 
 - forward: rows are output channels (``a``: the weights of one input channel and tap), lanes are output
-  positions (``b``: the tap's contiguous run of the input's grid, ``conv_grid.py``);
+  positions (``b``: the tap's contiguous run of the input's grid, ``conv_grid.py``); or, on small
+  images, the roles turned (``BY_CHANNELS``): rows are ROWS positions of one output row (``a``: ROWS
+  consecutive values of the run), lanes are output channels (``b``: the weights of the input channel
+  and tap);
 - input gradient: rows are input channels (``a``: the transposed weights), lanes are positions of a
   grid phase plane (``b``: a run of ``dy`` laid out like the grid's output positions, shifted back by
   the tap's offset);
@@ -30,10 +33,13 @@ walks the blocks of output channels in its outer loop and the positions in the i
 stores go to ROWS output planes at a time rather than to all of them (the sample's grid, reread by
 each block, stays in the L2 cache); with short weight rows (a first layer's), its blocks of positions
 lie within one output row, each block row stored as one contiguous run (``by_rows``), since a block of
-a few products cannot pay for the wide positions' scattered stores. The forward builds each sample's
-grid just before its outputs, and the backward takes one sample at a time through its layouts of
-``dy`` and both gradients, so that a sample's data stay in the L2 cache. On one core the forward's products run at 80-105 GFLOP/s where OpenBLAS reaches
-57-84 on the column matrices' shapes, and no column matrix is written. Compiled for AVX2 (16 vector
+a few products cannot pay for the wide positions' scattered stores. On small images the wide
+positions' dropped columns are a large share (16 of 80 at 8 x 8), and the forward takes its blocks by
+channels where they compute the fewest values (:func:`forward_order`). The forward builds each
+sample's grid just before its outputs, and the backward takes one sample at a time through its
+layouts of ``dy`` and both gradients, so that a sample's data stay in the L2 cache. On one core the
+forward's products run at 80-105 GFLOP/s where OpenBLAS reaches 57-84 on the column matrices' shapes,
+and no column matrix is written. Compiled for AVX2 (16 vector
 registers, so the block spills) the kernels still ran ahead of the GEMM path. Ranges of samples run on
 Numba's threads (``prange``), the pool of the other parallel kernels, whose threads are still awake
 when a convolution follows a norm or a ReLU, where a Python thread had to be woken for each call.
@@ -56,6 +62,12 @@ ROWS = 8  # accumulator rows
 LANES = 32  # accumulator values per row: two AVX-512 registers of float32
 NARROW_LANES = 16  # one register: where it computes under (1 - NARROW_WASTE) of the lanes LANES would
 NARROW_WASTE = 0.1
+
+# Orders of the forward's blocks (forward_order).
+WIDE, BY_ROWS, BY_CHANNELS = 0, 1, 2
+# The forward takes its blocks by channels where they compute under this share of the values the wide
+# positions' blocks would: per value computed they run a little slower (measured: docs/benchmarks.md).
+BY_CHANNELS_SHARE = 0.85
 
 
 def padded(size: int, multiple: int) -> int:
@@ -93,21 +105,21 @@ def _multiply_add(acc, a, b, lanes):
 
 
 @njit(fastmath=FASTMATH, nogil=True, inline="always")
-def _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes):
-    """``acc`` (ROWS x lanes) set to the forward's sums over every input channel and tap for the
-    positions from ``q0``: ``weights[c * taps + t]`` times tap t's run of channel c's grid."""
-    taps = tap_phase.size
+def _block_products(acc, weights, grid, row_start, q0, lanes):
+    """``acc`` (ROWS x lanes) set to the forward's sums over every weight row k (input channel, tap) for
+    the wide positions from ``q0``: ``weights[k]`` times the run of one sample's flattened ``grid``
+    that starts at ``row_start[k]``."""
     acc[:] = 0
-    for c in range(grid.shape[0]):
-        for t in range(taps):
-            _multiply_add(acc, weights[c * taps + t], grid[c, tap_phase[t], tap_offset[t] + q0:], lanes)
+    position = np.uint64(q0)  # unsigned, like row_start: see _weight_grad_sample
+    for k in range(weights.shape[0]):
+        _multiply_add(acc, weights[k], grid[row_start[k] + position:], lanes)
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, lanes):
-    """``y[o, pixel]`` (O_pad, OH * OW) of one sample's ``grid`` (C, phases, plane).
+def _forward_sample(grid, weight_blocks, bias, y, row_start, wide_pixel, lanes):
+    """``y[o, pixel]`` (O_pad, OH * OW) of one sample's flattened ``grid``.
 
-    ``weight_blocks[block, c * taps + t, i]`` is the weight of output channel ``block * ROWS + i``;
+    ``weight_blocks[block, k, i]`` is the weight of output channel ``block * ROWS + i`` in weight row k;
     ``wide_pixel[q]`` is the output pixel of wide position q, or -1 for a dropped one (its size a
     multiple of ``len(lanes)``).
     """
@@ -116,7 +128,7 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
         weights = weight_blocks[block]
         for q0 in range(0, wide_pixel.size, len(lanes)):
             acc = stack_array(ROWS, lanes, y.dtype)
-            _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes)
+            _block_products(acc, weights, grid, row_start, q0, lanes)
             first = block * ROWS
             for j in range(len(lanes)):
                 pixel = wide_pixel[q0 + j]
@@ -126,7 +138,7 @@ def _forward_sample(grid, weight_blocks, bias, y, tap_phase, tap_offset, wide_pi
 
 
 @njit(fastmath=FASTMATH, nogil=True)
-def _forward_sample_by_rows(grid, weight_blocks, bias, y, tap_phase, tap_offset, out_w, wq, lanes):
+def _forward_sample_by_rows(grid, weight_blocks, bias, y, row_start, out_w, wq, lanes):
     """:func:`_forward_sample` with each block of positions inside one output row (``ow0 <= ow < ow0 +
     len(lanes)``, the lanes past OW computed and dropped), so that each of its rows goes out as one
     contiguous run of ``y``: the write-out of short weight rows, where a block gains only a few
@@ -138,7 +150,7 @@ def _forward_sample_by_rows(grid, weight_blocks, bias, y, tap_phase, tap_offset,
             for ow0 in range(0, out_w, len(lanes)):
                 q0, pixel, count = oh * wq + ow0, oh * out_w + ow0, min(len(lanes), out_w - ow0)
                 acc = stack_array(ROWS, lanes, y.dtype)
-                _block_products(acc, weights, grid, tap_phase, tap_offset, q0, lanes)
+                _block_products(acc, weights, grid, row_start, q0, lanes)
                 first = block * ROWS
                 for i in range(ROWS):
                     row, shift = y[first + i, pixel:pixel + count], bias[first + i]
@@ -146,20 +158,44 @@ def _forward_sample_by_rows(grid, weight_blocks, bias, y, tap_phase, tap_offset,
                         row[j] = acc[i, j] + shift
 
 
+@njit(fastmath=FASTMATH, nogil=True)
+def _forward_sample_by_channels(grid, channel_blocks, bias, y, row_start, out_w, wq, lanes):
+    """:func:`_forward_sample` with the roles turned: the block's rows are ROWS positions of one output
+    row, its lanes output channels (``channel_blocks[block, k, j]``, the weight of output channel
+    ``block * len(lanes) + j`` in weight row k). No wide positions are computed and dropped, which on
+    small images are a fifth of them (8 x 10 for 8 x 8 outputs)."""
+    wide_vectors()
+    for block in range(channel_blocks.shape[0]):
+        weights, first = channel_blocks[block], block * len(lanes)
+        for oh in range(y.shape[1] // out_w):
+            for ow0 in range(0, out_w, ROWS):
+                acc = stack_array(ROWS, lanes, y.dtype)
+                acc[:] = 0
+                position = np.uint64(oh * wq + ow0)
+                for k in range(weights.shape[0]):  # ROWS consecutive values of a run times a weight row
+                    _multiply_add(acc, grid[row_start[k] + position:], weights[k], lanes)
+                pixel = oh * out_w + ow0
+                for i in range(min(ROWS, out_w - ow0)):
+                    for j in range(len(lanes)):
+                        y[first + j, pixel + i] = acc[i, j] + bias[first + j]
+
+
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w, by_rows,
-                     lanes, start, stop):
+def _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, row_start, wide_pixel, out_w, order, lanes,
+                     start, stop):
     """Samples [start, stop): each one's grid (``grid_layout``: to_grid_planes' pad_top, pad_left, sh,
-    sw, wq), then its outputs while the grid is still in the cache, in blocks of wide positions or,
-    with ``by_rows``, of output rows."""
-    channels = x.shape[1]
+    sw, wq), then its outputs while the grid is still in the cache, in the ``order`` of
+    :func:`forward_order`."""
+    channels, wq = x.shape[1], grid_layout[4]
     for n in range(start, stop):
         to_grid_planes(x, grid, *grid_layout, n * channels, (n + 1) * channels)
-        if by_rows:
-            _forward_sample_by_rows(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, out_w, grid_layout[4],
-                                    lanes)
+        sample = grid[n].reshape(-1)
+        if order == BY_CHANNELS:
+            _forward_sample_by_channels(sample, weight_blocks, bias, y[n], row_start, out_w, wq, lanes)
+        elif order == BY_ROWS:
+            _forward_sample_by_rows(sample, weight_blocks, bias, y[n], row_start, out_w, wq, lanes)
         else:
-            _forward_sample(grid[n], weight_blocks, bias, y[n], tap_phase, tap_offset, wide_pixel, lanes)
+            _forward_sample(sample, weight_blocks, bias, y[n], row_start, wide_pixel, lanes)
 
 
 @njit(fastmath=FASTMATH, nogil=True)
@@ -257,12 +293,11 @@ def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, we
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w, by_rows,
-                    lanes, bounds):
+def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, row_start, wide_pixel, out_w, order, lanes, bounds):
     """:func:`_forward_samples` for each range of samples ``bounds[r]:bounds[r + 1]``, one per thread."""
     for r in prange(bounds.size - 1):
-        _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, tap_phase, tap_offset, wide_pixel, out_w,
-                         by_rows, lanes, bounds[r], bounds[r + 1])
+        _forward_samples(x, grid, grid_layout, weight_blocks, bias, y, row_start, wide_pixel, out_w, order, lanes,
+                         bounds[r], bounds[r + 1])
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -284,10 +319,10 @@ def _padded_rows(matrix: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([matrix, np.zeros((rows - matrix.shape[0], *matrix.shape[1:]), matrix.dtype)])
 
 
-def _row_blocks(matrix: np.ndarray) -> np.ndarray:
-    """(R, K) as (R_pad / ROWS, K, ROWS): the broadcast values of each block of ROWS rows, step by step."""
-    matrix = _padded_rows(matrix, padded(matrix.shape[0], ROWS))
-    return np.ascontiguousarray(matrix.reshape(-1, ROWS, matrix.shape[1]).transpose(0, 2, 1))
+def _row_blocks(matrix: np.ndarray, rows: int = ROWS) -> np.ndarray:
+    """(R, K) as (R_pad / rows, K, rows): the values of each block of ``rows`` rows, step by step."""
+    matrix = _padded_rows(matrix, padded(matrix.shape[0], rows))
+    return np.ascontiguousarray(matrix.reshape(-1, rows, matrix.shape[1]).transpose(0, 2, 1))
 
 
 def _bounds(ranges: list[tuple[int, int]]) -> np.ndarray:
@@ -295,24 +330,57 @@ def _bounds(ranges: list[tuple[int, int]]) -> np.ndarray:
     return np.array([start for start, _ in ranges] + [ranges[-1][1]], dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=64)
+def _row_start(channels: int, phases: int, plane_size: int, tap_phase: tuple[int, ...],
+               tap_offset: tuple[int, ...]) -> np.ndarray:
+    """Where the grid run of each weight row (input channel, tap) starts in a sample's flattened grid,
+    unsigned (uint64), padded to a multiple of ROWS rows by repeating the last one."""
+    channel = np.arange(channels)[:, None]
+    starts = ((channel * phases + np.array(tap_phase)) * plane_size + np.array(tap_offset)).reshape(-1)
+    return np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])]).astype(np.uint64)
+
+
+def _plan_row_start(channels: int, plan: GridPlan) -> np.ndarray:
+    """:func:`_row_start` for ``channels`` input channels in the grid of ``plan``."""
+    return _row_start(channels, plan.stride[0] * plan.stride[1], plan.plane_size, tuple(plan.tap_phase.tolist()),
+                      tuple(plan.tap_offset.tolist()))
+
+
+def forward_order(plan: GridPlan, out_channels: int, by_rows: bool) -> int:
+    """How the forward blocks its outputs: ROWS output channels by blocks of wide positions (WIDE) or of
+    one output row's positions (BY_ROWS, for short weight rows), or ROWS positions of an output row by
+    blocks of output channels (BY_CHANNELS), where those compute the fewest padded and dropped values."""
+    if by_rows:
+        return BY_ROWS
+    out_h, out_w = plan.out_size
+    positions = out_h * plan.wq
+    wide_values = padded(positions, lanes_for(positions)) * padded(out_channels, ROWS)
+    by_channels_values = out_h * padded(out_w, ROWS) * padded(out_channels, lanes_for(out_channels))
+    return BY_CHANNELS if by_channels_values < BY_CHANNELS_SHARE * wide_values else WIDE
+
+
 def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, grid: np.ndarray, plan: GridPlan,
             ranges: list[tuple[int, int]], by_rows: bool = False) -> np.ndarray:
     """The convolution of float32 NCHW ``x`` by ``weight`` (O, C, kh, kw) plus ``bias``, each range of
     samples on its own thread (:func:`_forward_ranges`); fills ``grid`` (the backward's saved input) on
-    the way. ``by_rows``: blocks of output rows (:func:`_forward_sample_by_rows`), for short weight rows."""
+    the way. ``by_rows``: blocks of output rows (:func:`_forward_sample_by_rows`), for short weight rows;
+    otherwise the order of :func:`forward_order`."""
     out_channels = weight.shape[0]
-    blocks = _row_blocks(weight.reshape(out_channels, -1))
-    rows = blocks.shape[0] * ROWS
-    wide_bias = _padded_rows(bias, rows)
+    order = forward_order(plan, out_channels, by_rows)
+    out_w = plan.out_size[1]
+    if order == BY_CHANNELS:
+        lanes = lanes_for(out_channels)
+        blocks = _row_blocks(weight.reshape(out_channels, -1), lanes)
+    else:
+        lanes = lanes_for(out_w if order == BY_ROWS else plan.out_size[0] * plan.wq)
+        blocks = _row_blocks(weight.reshape(out_channels, -1))
+    rows = blocks.shape[0] * blocks.shape[2]
     y = np.empty((x.shape[0], rows, plan.per_sample), dtype=x.dtype)
 
     layout = (plan.pad_top, plan.pad_left, *plan.stride, plan.wq)
-    out_w = plan.out_size[1]
-    lanes = lanes_for(out_w if by_rows else plan.out_size[0] * plan.wq)
     wide_pixel = plan.wide_pixel[:padded(plan.out_size[0] * plan.wq, lanes)]
-
-    arguments = (x, grid, layout, blocks, wide_bias, y, plan.tap_phase, plan.tap_offset, wide_pixel, out_w, by_rows,
-                 width(lanes))
+    arguments = (x, grid, layout, blocks, _padded_rows(bias, rows), y, _plan_row_start(x.shape[1], plan), wide_pixel,
+                 out_w, order, width(lanes))
     if len(ranges) == 1:
         _forward_samples(*arguments, *ranges[0])
     elif ranges:
@@ -353,13 +421,10 @@ def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, s
         phase_pixel[phase, inside] = row[inside] * w + col[inside]
         if inside.any():
             phase_span[phase] = np.flatnonzero(inside)[[0, -1]] + (0, 1)
-    channel = np.arange(channels)[:, None]
-    starts = ((channel * sh * sw + tap_phase_array) * plane_size + tap_offset_array).reshape(-1)
-    row_start = np.concatenate([starts, np.full(padded(starts.size, ROWS) - starts.size, starts[-1])])
     counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
     input_lanes = lanes_for(int((phase_span[:, 1] - phase_span[:, 0]).max()))
-    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, row_start.astype(np.uint64),
-                         input_lanes)
+    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span,
+                         _row_start(channels, sh * sw, plane_size, tap_phase, tap_offset), input_lanes)
 
 
 @njit(cache=True, nogil=True)
