@@ -126,27 +126,26 @@ def test_results_depend_on_the_thread_count_only(monkeypatch):
         assert np.array_equal(y, results[1][0]) and np.array_equal(dx, results[1][1])
 
 
+def force_blocks_by_channels(monkeypatch, by_channels):
+    """Make the forward and the input gradient take their blocks by channels, or never."""
+    order = conv_implicit.BY_CHANNELS if by_channels else conv_implicit.WIDE
+    monkeypatch.setattr(conv_implicit, "forward_order", lambda plan, out_channels, by_rows: order)
+    monkeypatch.setattr(conv_implicit, "input_gradient_by_channels", lambda *args: by_channels)
+    conv_implicit._backward_plan.cache_clear()  # the plans hold the input gradient's choice
+
+
 @pytest.mark.parametrize("lanes", ["auto", conv_implicit.NARROW_LANES, conv_implicit.LANES])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", IMPLICIT_CASES)
-def test_forward_by_channels_computes_the_wide_forward_exactly(case, threads, lanes, calls, monkeypatch):
-    """Both orders add each output's products in the same order, weight row by weight row."""
-    monkeypatch.setattr(conv, "MIN_MULTIPLY_ADDS_PER_THREAD", 1)
-    monkeypatch.setattr(numba, "get_num_threads", lambda: threads)
-    force_lanes(monkeypatch, lanes)
-    n, c, o, h, w, kernel_size, stride, pads, dilation = case
-    rng = np.random.default_rng(18)
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    weight = rng.standard_normal((o, c, *pair(kernel_size))).astype(np.float32)
-    bias = rng.standard_normal(o).astype(np.float32)
-    outputs = {}
-    for order in (conv_implicit.WIDE, conv_implicit.BY_CHANNELS):
-        monkeypatch.setattr(conv_implicit, "forward_order", lambda *args, _order=order: _order)
-        outputs[order] = conv2d_forward(x, weight, bias, stride, pads, dilation)[0]
-    assert calls["forward"] == 2
-    np.testing.assert_array_equal(outputs[conv_implicit.BY_CHANNELS], outputs[conv_implicit.WIDE])
-    assert_close(outputs[conv_implicit.BY_CHANNELS], ref_general_conv2d(x, weight, bias, stride, pads, dilation, 1)[0],
-                 np.float32)
+def test_blocks_by_channels_compute_the_wide_blocks_values_exactly(case, threads, lanes, calls, monkeypatch):
+    """Both orders add each output's (and each input pixel's) products in the same order."""
+    force_blocks_by_channels(monkeypatch, True)
+    by_channels = matches_reference(case, threads, lanes, monkeypatch, seed=18)
+    force_blocks_by_channels(monkeypatch, False)
+    wide = matches_reference(case, threads, lanes, monkeypatch, seed=18)
+    assert calls == {"forward": 2, "backward": 2}
+    for a, b in zip(by_channels, wide):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("size, out_channels, stride, order", [
@@ -160,6 +159,22 @@ def test_forward_blocks_by_channels_where_they_compute_the_fewest_values(size, o
     plan = conv._grid_plan(size, size, geometry)
     assert conv_implicit.forward_order(plan, out_channels, False) == getattr(conv_implicit, order)
     assert conv_implicit.forward_order(plan, out_channels, True) == conv_implicit.BY_ROWS
+
+
+@pytest.mark.parametrize("size, channels, stride, by_channels", [
+    (8, 16, 1, True), (8, 32, 1, True), (8, 10, 1, True),  # 64 pixels in a span of 78 positions
+    (8, 24, 1, False), (4, 32, 1, False), (16, 32, 1, False), (28, 32, 1, False), (28, 32, 2, False),
+])
+def test_input_gradient_blocks_by_channels_where_they_compute_the_fewest_values(size, channels, stride,
+                                                                                 by_channels):
+    geometry = conv.conv2d_geometry((1, channels, size, size), (16, channels, 3, 3), stride, 1, 1)
+    plan = conv._grid_plan(size, size, geometry)
+    backward = conv_implicit._backward_plan(channels, size, size, plan.pad_top, plan.pad_left, plan.stride, plan.wq,
+                                            plan.plane_size, tuple(plan.tap_phase), tuple(plan.tap_offset))
+    assert backward.input_by_channels == by_channels
+    expected = conv_implicit.lanes_for(channels) if by_channels else conv_implicit.lanes_for(
+        int((backward.phase_span[:, 1] - backward.phase_span[:, 0]).max()))
+    assert backward.input_lanes == expected
 
 
 @pytest.mark.parametrize("channels, kernel, implicit", [(7, 3, False), (16, 2, True)])
@@ -330,8 +345,10 @@ for lanes in (conv_implicit.NARROW_LANES, conv_implicit.LANES):
     conv_implicit._backward_plan.cache_clear()
     for threads in (1, 2):
         numba.get_num_threads = lambda: threads
-        for order in (conv_implicit.WIDE, conv_implicit.BY_CHANNELS):
-            conv_implicit.forward_order = lambda *args: order
+        for by_channels in (False, True):
+            conv_implicit.forward_order = lambda *args: conv_implicit.BY_CHANNELS if by_channels else conv_implicit.WIDE
+            conv_implicit.input_gradient_by_channels = lambda *args: by_channels
+            conv_implicit._backward_plan.cache_clear()
             for case in IMPLICIT_CASES:
                 for needs_input_grad in (True, False):
                     run(case, np.random.default_rng(0), needs_input_grad)
@@ -341,8 +358,8 @@ print("in bounds")
 
 @pytest.mark.slow
 def test_kernels_stay_in_bounds(tmp_path):
-    """Every case at both block widths and in both orders of the forward's blocks again with Numba's
-    bounds checks compiled in (its own cache: Numba's cache does not tell checked and unchecked code
+    """Every case at both block widths and in both orders of the blocks again with Numba's bounds
+    checks compiled in (its own cache: Numba's cache does not tell checked and unchecked code
     apart): an out-of-range index raises instead of reading a neighbour."""
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", BOUNDS_CHECK, str(Path(__file__).parent)], env=env,

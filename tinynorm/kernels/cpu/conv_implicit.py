@@ -11,7 +11,8 @@ values ``b``. The three products of a convolution all take that form without any
   and tap);
 - input gradient: rows are input channels (``a``: the transposed weights), lanes are positions of a
   grid phase plane (``b``: a run of ``dy`` laid out like the grid's output positions, shifted back by
-  the tap's offset);
+  the tap's offset); or, on small images, by channels: rows are ROWS positions of one row of the phase
+  plane (``a``: consecutive values of that run), lanes are input channels;
 - weight gradient: rows are (input channel, tap) rows of the weight (``a``: one value of each row's
   grid run), lanes are output channels (``b``: a row of ``dy`` transposed to positions x channels).
 
@@ -34,8 +35,9 @@ stores go to ROWS output planes at a time rather than to all of them (the sample
 each block, stays in the L2 cache); with short weight rows (a first layer's), its blocks of positions
 lie within one output row, each block row stored as one contiguous run (``by_rows``), since a block of
 a few products cannot pay for the wide positions' scattered stores. On small images the wide
-positions' dropped columns are a large share (16 of 80 at 8 x 8), and the forward takes its blocks by
-channels where they compute the fewest values (:func:`forward_order`). The forward builds each
+positions' dropped columns are a large share (16 of 80 at 8 x 8), and the forward and the input
+gradient take their blocks by channels where those compute the fewest values
+(:func:`forward_order`, :func:`input_gradient_by_channels`), the same sums in the same order. The forward builds each
 sample's grid just before its outputs, and the backward takes one sample at a time through its
 layouts of ``dy`` and both gradients, so that a sample's data stay in the L2 cache. On one core the
 forward's products run at 80-105 GFLOP/s where OpenBLAS reaches 57-84 on the column matrices' shapes,
@@ -277,17 +279,50 @@ def _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front,
                             dx[first + i, pixel] = acc[i, j]
 
 
+@njit(fastmath=FASTMATH, nogil=True)
+def _input_grad_sample_by_channels(dy_wide, channel_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_box,
+                                   wq, dx, lanes):
+    """:func:`_input_grad_sample` with the roles turned: the block's rows are ROWS positions of one row of
+    a phase plane (``wq`` wide), its lanes input channels (``channel_blocks[phase, block, o * max_taps +
+    u, j]``, the weight to input channel ``block * len(lanes) + j``). Only the rectangle of positions
+    that have an input pixel is computed: ``phase_box[phase]`` holds its first row, last row + 1, first
+    column and last column + 1."""
+    wide_vectors()
+    max_taps = phase_offsets.shape[1]
+    for phase in range(phase_pixel.shape[0]):
+        row_first, row_stop, column_first, column_stop = phase_box[phase]
+        for block in range(channel_blocks.shape[1]):
+            weights, first = channel_blocks[phase, block], block * len(lanes)
+            for row in range(row_first, row_stop):
+                row_end = row * wq + column_stop
+                for r0 in range(row * wq + column_first, row_end, ROWS):
+                    acc = stack_array(ROWS, lanes, dx.dtype)
+                    acc[:] = 0
+                    for o in range(dy_wide.shape[0]):
+                        for u in range(phase_taps[phase]):
+                            shift = front - phase_offsets[phase, u] + r0
+                            _multiply_add(acc, dy_wide[o, shift:], weights[o * max_taps + u], lanes)
+                    for i in range(min(ROWS, row_end - r0)):
+                        pixel = phase_pixel[phase, r0 + i]
+                        for j in range(len(lanes)):
+                            dx[first + j, pixel] = acc[i, j]
+
+
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _backward_samples(dy, grid_flat, row_start, wq, dweight_t, dy_t, dy_wide, weight_blocks, phase_taps,
-                      phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, start, stop):
+                      phase_offsets, phase_pixel, phase_span, phase_box, input_by_channels, dx, weight_lanes,
+                      input_lanes, start, stop):
     """Samples [start, stop), one at a time so that its layouts of ``dy`` (one sample's ``dy_t`` and
     ``dy_wide``) stay in the cache: its part of ``dweight_t`` and, when ``dx`` is not empty, its
-    input gradient; each product in blocks of its own width."""
+    input gradient (by channels when ``input_by_channels``); each product in blocks of its own width."""
     front = phase_offsets.max()
     for n in range(start, stop):
         _dy_layouts(dy[n], wq, front, dy_wide, dy_t)
         _weight_grad_sample(grid_flat[n], row_start, dy_t, dy.shape[2], dy.shape[3], wq, dweight_t, weight_lanes)
-        if dx.shape[0]:
+        if dx.shape[0] and input_by_channels:
+            _input_grad_sample_by_channels(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel,
+                                           phase_box, wq, dx[n], input_lanes)
+        elif dx.shape[0]:
             _input_grad_sample(dy_wide, weight_blocks, phase_taps, phase_offsets, front, phase_pixel, phase_span,
                                dx[n], input_lanes)
 
@@ -302,13 +337,14 @@ def _forward_ranges(x, grid, grid_layout, weight_blocks, bias, y, row_start, wid
 
 @njit(cache=True, nogil=True, parallel=True)
 def _backward_ranges(dy, grid_flat, row_start, wq, dweight_parts, dy_t, dy_wide, weight_blocks, phase_taps,
-                     phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, bounds):
+                     phase_offsets, phase_pixel, phase_span, phase_box, input_by_channels, dx, weight_lanes,
+                     input_lanes, bounds):
     """:func:`_backward_samples` for each range of samples, one per thread, each with its own part of
     the weight gradient and its own layouts of ``dy``."""
     for r in prange(bounds.size - 1):
         _backward_samples(dy, grid_flat, row_start, wq, dweight_parts[r], dy_t[r], dy_wide[r], weight_blocks,
-                          phase_taps, phase_offsets, phase_pixel, phase_span, dx, weight_lanes, input_lanes, bounds[r],
-                          bounds[r + 1])
+                          phase_taps, phase_offsets, phase_pixel, phase_span, phase_box, input_by_channels, dx,
+                          weight_lanes, input_lanes, bounds[r], bounds[r + 1])
 
 
 # ------------------------------------------------------------ the forward and backward conv.py calls
@@ -395,8 +431,10 @@ class _BackwardPlan(NamedTuple):
     phase_offsets: np.ndarray  # (phases, max_taps) their offsets (padded with 0)
     phase_pixel: np.ndarray  # (phases, positions) the input pixel at each phase position, -1 in the padding
     phase_span: np.ndarray  # (phases, 2) the first and last + 1 positions that have an input pixel
+    phase_box: np.ndarray  # (phases, 4) the rows and columns (first, last + 1 of each) that have one
     row_start: np.ndarray  # (C * taps padded to ROWS,) where each weight row's grid run starts (uint64)
-    input_lanes: int  # the input gradient's block width, for the longest phase span
+    input_by_channels: bool  # the input gradient's blocks by channels (input_gradient_by_channels)
+    input_lanes: int  # its block width: for the longest phase span, or for the input channels
 
 
 @functools.lru_cache(maxsize=64)
@@ -412,6 +450,7 @@ def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, s
     positions = np.arange(padded(plane_size, LANES) + LANES)
     phase_pixel = np.full((sh * sw, positions.size), -1, dtype=np.int64)
     phase_span = np.zeros((sh * sw, 2), dtype=np.int64)
+    phase_box = np.zeros((sh * sw, 4), dtype=np.int64)
     for phase, taps in enumerate(taps_of):
         phase_tap[phase, :taps.size] = taps
         phase_offsets[phase, :taps.size] = tap_offset_array[taps]
@@ -421,32 +460,50 @@ def _backward_plan(channels: int, h: int, w: int, pad_top: int, pad_left: int, s
         phase_pixel[phase, inside] = row[inside] * w + col[inside]
         if inside.any():
             phase_span[phase] = np.flatnonzero(inside)[[0, -1]] + (0, 1)
+            rows, columns = positions[inside] // wq, positions[inside] % wq
+            phase_box[phase] = rows.min(), rows.max() + 1, columns.min(), columns.max() + 1
     counts = np.array([taps.size for taps in taps_of], dtype=np.int64)
-    input_lanes = lanes_for(int((phase_span[:, 1] - phase_span[:, 0]).max()))
-    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span,
-                         _row_start(channels, sh * sw, plane_size, tap_phase, tap_offset), input_lanes)
+    by_channels = input_gradient_by_channels(channels, phase_span, phase_box)
+    input_lanes = lanes_for(channels if by_channels else int((phase_span[:, 1] - phase_span[:, 0]).max()))
+    return _BackwardPlan(counts, phase_tap, phase_offsets, phase_pixel, phase_span, phase_box,
+                         _row_start(channels, sh * sw, plane_size, tap_phase, tap_offset), by_channels, input_lanes)
+
+
+def input_gradient_by_channels(channels: int, phase_span: np.ndarray, phase_box: np.ndarray) -> bool:
+    """Whether the input gradient takes its blocks by channels: where they compute under
+    BY_CHANNELS_SHARE of the values that blocks of each phase span's positions would (as
+    :func:`forward_order`)."""
+    spans = phase_span[:, 1] - phase_span[:, 0]
+    span_lanes = lanes_for(int(spans.max()))
+    span_values = sum(padded(int(span), span_lanes) for span in spans) * padded(channels, ROWS)
+    rows, columns = phase_box[:, 1] - phase_box[:, 0], phase_box[:, 3] - phase_box[:, 2]
+    box_positions = sum(int(r) * padded(int(c), ROWS) for r, c in zip(rows, columns))
+    return box_positions * padded(channels, lanes_for(channels)) < BY_CHANNELS_SHARE * span_values
 
 
 @njit(cache=True, nogil=True)
 def _pack_input_grad_weights(weight, phase_taps, phase_tap, blocks):
     """``blocks[phase, block, o * max_taps + u, i]`` = the weight from output channel o to input channel
-    ``block * ROWS + i`` of the phase's u-th tap; zero for padded channels and the taps a phase lacks."""
+    ``block * size + i`` of the phase's u-th tap (``size``: the blocks' last dimension); zero for padded
+    channels and the taps a phase lacks."""
     out_channels, channels = weight.shape[0], weight.shape[1]
-    max_taps = phase_tap.shape[1]
+    max_taps, size = phase_tap.shape[1], blocks.shape[3]
     blocks[:] = 0
     for phase in range(phase_tap.shape[0]):
         for c in range(channels):
             for o in range(out_channels):
                 for u in range(phase_taps[phase]):
-                    blocks[phase, c // ROWS, o * max_taps + u, c % ROWS] = weight[o, c, phase_tap[phase, u]]
+                    blocks[phase, c // size, o * max_taps + u, c % size] = weight[o, c, phase_tap[phase, u]]
 
 
 def _input_grad_weights(weight: np.ndarray, plan: _BackwardPlan) -> np.ndarray:
-    """The input gradient's weights (phases, C_pad / ROWS, O * max_taps, ROWS) for ``weight`` (O, C, kh,
-    kw), packed by :func:`_pack_input_grad_weights`."""
+    """The input gradient's weights (phases, C_pad / size, O * max_taps, size) for ``weight`` (O, C, kh,
+    kw), packed by :func:`_pack_input_grad_weights`: blocks of ROWS input channels, or of the block
+    width when the input gradient runs by channels."""
     out_channels, channels = weight.shape[:2]
     phases, max_taps = plan.phase_tap.shape
-    blocks = np.empty((phases, padded(channels, ROWS) // ROWS, out_channels * max_taps, ROWS), dtype=weight.dtype)
+    size = plan.input_lanes if plan.input_by_channels else ROWS
+    blocks = np.empty((phases, padded(channels, size) // size, out_channels * max_taps, size), dtype=weight.dtype)
     _pack_input_grad_weights(weight.reshape(out_channels, channels, -1), plan.phase_taps, plan.phase_tap, blocks)
     return blocks
 
@@ -467,7 +524,8 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
         blocks = np.empty((0, 0, 0, ROWS), dy.dtype)
     phase_taps, phase_offsets = backward_plan.phase_taps, backward_plan.phase_offsets
     dy_wide_shape = (out_channels if needs_input_grad else 0, int(plan.tap_offset.max()) + phase_pixel.shape[1])
-    dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * ROWS, x_shape[2] * x_shape[3]), dtype=dy.dtype)
+    dx = np.empty((n if needs_input_grad else 0, blocks.shape[1] * blocks.shape[3], x_shape[2] * x_shape[3]),
+                  dtype=dy.dtype)
     grid_flat = grid.reshape(n, math.prod(grid.shape[1:]))
 
     weight_lanes = lanes_for(out_channels)
@@ -479,8 +537,8 @@ def backward(dy: np.ndarray, grid: np.ndarray, x_shape: tuple[int, ...], weight:
     dy_t = np.zeros((count, plan.wide_pixel.size, dweight_shape[1]), dtype=dy.dtype)
     dy_wide = np.zeros((count, *dy_wide_shape), dtype=dy.dtype)
     head = (dy, grid_flat, row_start, plan.wq)
-    tail = (blocks, phase_taps, phase_offsets, phase_pixel, phase_span, dx, width(weight_lanes),
-            width(backward_plan.input_lanes))
+    tail = (blocks, phase_taps, phase_offsets, phase_pixel, phase_span, backward_plan.phase_box,
+            backward_plan.input_by_channels, dx, width(weight_lanes), width(backward_plan.input_lanes))
     if len(ranges) == 1:
         _backward_samples(*head, parts[0], dy_t[0], dy_wide[0], *tail, *ranges[0])
     elif ranges:
